@@ -1,0 +1,140 @@
+"""``icecheck``: the command line.
+
+Exit codes: 0 all good; 1 a property or expectation failed (or a trace drifted); 2 bad input
+(a malformed scenario, trace or configuration), always with one message naming file and line.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from icecheck.scenarios.errors import InputError
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def repo_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def builtin_scenarios() -> list[str]:
+    return sorted(glob.glob(os.path.join(repo_root(), "tests", "scenarios", "**", "*.yaml"),
+                            recursive=True))
+
+
+def fail_input(e: InputError) -> None:
+    err.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)
+    sys.exit(EXIT_INPUT)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="icecheck")
+def main() -> None:
+    """icecheck: can concurrent writers to this Iceberg table lose data?"""
+
+
+@main.group()
+def scenario() -> None:
+    """Run YAML scenarios (docs/scenario-format.md) on the model."""
+
+
+def _expand(paths: tuple[str, ...]) -> list[str]:
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            files.extend(sorted(glob.glob(os.path.join(p, "**", "*.yaml"), recursive=True)))
+        else:
+            files.append(p)
+    return files
+
+
+@scenario.command("run")
+@click.argument("files", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON verdict per scenario.")
+def scenario_run(files: tuple[str, ...], as_json: bool) -> None:
+    """Run scenario FILES (or folders of them) and print each verdict."""
+    from icecheck.scenarios.format import load_scenario
+    from icecheck.scenarios.runner import run_scenario
+
+    try:
+        scenarios = [load_scenario(p) for p in _expand(files)]
+        verdicts = [run_scenario(s) for s in scenarios]
+    except InputError as e:
+        fail_input(e)
+    if as_json:
+        print(json.dumps([v.as_json() for v in verdicts], indent=2))
+    else:
+        for v in verdicts:
+            _print_verdict(v)
+        passed = sum(v.passed for v in verdicts)
+        out.print(f"\n{passed} passed, {len(verdicts) - passed} failed")
+    sys.exit(EXIT_OK if all(v.passed for v in verdicts) else EXIT_FAILED)
+
+
+def _print_verdict(v) -> None:
+    mark = "[green]PASS[/]" if v.passed else "[bold red]FAIL[/]"
+    out.print(f"{mark} {escape(v.id)}: {v.outcome}"
+              + (f" — {escape(v.message)}" if v.message else ""), markup=True)
+    out.print(escape(f"     live data files: {v.live_data_files}  "
+                     f"live delete files: {v.live_delete_files}"), markup=True)
+    for f in v.failures:
+        out.print(f"     [red]✗ {escape(f)}[/]", markup=True)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def check(as_json: bool) -> None:
+    """The CI gate: run the built-in scenario suite; exit 1 on any failed expectation."""
+    from icecheck.scenarios.format import load_scenario
+    from icecheck.scenarios.runner import run_scenario
+
+    paths = builtin_scenarios()
+    results = []
+    try:
+        for i, path in enumerate(paths, 1):
+            v = run_scenario(load_scenario(path))
+            results.append(v)
+            if not as_json:
+                status = "ok" if v.passed else "FAILED"
+                err.print(f"[{i}/{len(paths)}] {v.id}: {status}")
+    except InputError as e:
+        fail_input(e)
+    failed = [v for v in results if not v.passed]
+    if as_json:
+        print(json.dumps({"scenarios": len(results), "failed": [v.as_json() for v in failed]},
+                         indent=2))
+    else:
+        for v in failed:
+            _print_verdict(v)
+        out.print(f"\nicecheck check: {len(results)} scenarios, {len(results) - len(failed)} "
+                  f"passed, {len(failed)} failed")
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@main.command()
+def profiles() -> None:
+    """List the engine profiles (SQL commands -> Iceberg operations and validations)."""
+    from icecheck.models.profiles import load_profiles
+
+    try:
+        profs = load_profiles()
+    except InputError as e:
+        fail_input(e)
+    for p in profs.values():
+        out.print(f"[bold]{p.name}[/]: {p.description}", markup=True)
+        for cmd, rule in p.commands.items():
+            out.print(f"    {cmd:<22} -> {rule.summary()}")
+
+
+if __name__ == "__main__":
+    main()
