@@ -231,11 +231,17 @@ class JavaTable:
         else:
             catalog = self._ice.jdbc.JdbcCatalog()
             catalog.setConf(conf)
-            catalog.initialize(name, {
+            props = {
                 "warehouse": str(self.warehouse),
                 "uri": f"jdbc:sqlite:{self.warehouse / 'catalog.sqlite'}",
                 "clients": "1",
-            })
+            }
+            if self._catalogs:
+                # Only the first instance creates the catalog tables. When a JdbcCatalog finds
+                # them already there, its initialize() leaves a SQLite read lock open on its
+                # connection, and every later commit fails with SQLITE_BUSY (database is locked).
+                props["jdbc.init-catalog-tables"] = "false"
+            catalog.initialize(name, props)
         self._catalogs.append(catalog)
         return catalog
 
@@ -482,6 +488,7 @@ class JavaWriter:
         self.java_exception: str | None = None  # its class name
         self.commit_seconds: float | None = None
         self._update = None
+        self._begin_failure: tuple[str, str | None] | None = None
         self._done = False
 
     def begin(self, op: Operation) -> None:
@@ -493,8 +500,15 @@ class JavaWriter:
         base = jtable.currentSnapshot()
         self.base_snapshot_id = base.snapshotId() if base is not None else None
         self.base_sequence_number = base.sequenceNumber() if base is not None else None
-        self._update = self._build(jtable, op)
         self.operation = op
+        from py4j.protocol import Py4JJavaError
+        try:
+            self._update = self._build(jtable, op)
+        except Py4JJavaError as exc:
+            # Java refused the operation while it was being built (e.g. a plain position delete
+            # in a v3 table): that is the writer's outcome, reported by commit().
+            self._begin_failure = self._classify(exc.java_exception)
+            self._update = False
 
     def commit(self) -> tuple[str, str | None]:
         """Run Java's commit(); the outcome and, unless committed, the (readable) Java message."""
@@ -503,6 +517,9 @@ class JavaWriter:
         if self._done:
             raise JavaDriverError(f"writer {self.name} has already committed")
         self._done = True
+        if self._begin_failure is not None:
+            self.commit_seconds = 0.0
+            return self._begin_failure
         from py4j.protocol import Py4JError, Py4JJavaError
         t0 = time.perf_counter()
         try:

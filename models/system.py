@@ -47,7 +47,8 @@ COMMITTED = "committed"
 VALIDATION_FAILED = "validation_failed"
 COMMIT_FAILED = "commit_failed"
 COMMIT_UNKNOWN = "commit_unknown"
-OUTCOMES = (COMMITTED, VALIDATION_FAILED, COMMIT_FAILED, COMMIT_UNKNOWN, CRASHED)
+NOOP = "noop"  # the command changed no row, so the engine committed nothing
+OUTCOMES = (COMMITTED, VALIDATION_FAILED, COMMIT_FAILED, COMMIT_UNKNOWN, CRASHED, NOOP)
 
 # Action kinds.
 BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS = (
@@ -274,7 +275,13 @@ class Model:
         else:
             if self.config.planner is None:
                 raise StepError(f"{a}: writer {w.name} has a command but no engine profile")
-            operation = self.config.planner(intent, state=state, base=base, writer=w, table=self.table)
+            from .commands import NothingToDo
+            try:
+                operation = self.config.planner(intent, state=state, base=base, writer=w,
+                                                table=self.table)
+            except NothingToDo as e:
+                scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
+                return self._finish(state, scanned, NOOP, str(e))
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
                     base_snapshot_id=base.current_snapshot_id, operation=operation, attempt=0)
         return self._put_writer(state, w)

@@ -156,6 +156,12 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
     table = parse_table(ctx, ctx.mapping(doc["table"], "table", doc, "table"))
     files = parse_files(ctx, table, ctx.mapping(doc.get("files", LineDict()), "files", doc, "files"))
     profile = doc.get("profile")
+    if profile is not None:
+        from icecheck.models.profiles import load_profiles
+        known = load_profiles()
+        if profile not in known:
+            raise ctx.fail(f"unknown profile {profile!r}; known: {', '.join(sorted(known))}",
+                           doc, "profile")
     steps = parse_steps(ctx, table, files, ctx.seq(doc.get("steps"), "steps", doc, "steps"), profile)
     expect = parse_final_expect(ctx, table, files, doc.get("expect"), doc)
     skip = {}
@@ -506,7 +512,7 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
                 ctx.keys(s, {"begin", "command", "expect"}, "a begin step")
                 if profile is None:
                     raise ctx.fail("a command step needs a top-level 'profile'", s, "command")
-                from icecheck.models.commands import parse_command  # engine-level commands
+                from icecheck.models.commands_spec import parse_command  # engine-level commands
                 command = parse_command(ctx, table, s["command"], s)
                 steps.append(Step("begin", line, w, command=command, expect=expect))
             else:
