@@ -224,6 +224,7 @@ class JavaTable:
         # One name for every instance: JdbcCatalog keys its rows by catalog name.
         jvm = self.jvm
         conf = jvm.org.apache.hadoop.conf.Configuration()
+        conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         if self.catalog_kind == "hadoop":
             catalog = self._ice.hadoop.HadoopCatalog()
             catalog.setConf(conf)
@@ -244,6 +245,15 @@ class JavaTable:
             catalog.initialize(name, props)
         self._catalogs.append(catalog)
         return catalog
+
+    def _release_catalog(self, catalog) -> None:
+        if catalog is self._catalog or catalog not in self._catalogs:
+            return
+        self._catalogs.remove(catalog)
+        try:
+            catalog.close()
+        except Exception:
+            pass
 
     # -- public API
 
@@ -532,6 +542,7 @@ class JavaWriter:
         finally:
             self.commit_seconds = time.perf_counter() - t0
             self.table.commit_seconds.append(self.commit_seconds)
+            self.table._release_catalog(self.catalog)  # a writer commits once: free its catalog
         return outcome
 
     def _classify(self, jexc) -> tuple[str, str | None]:
@@ -630,7 +641,9 @@ class JavaWriter:
             if v.deleted_files:
                 u.validateDeletedFiles()
             if v.data_files_exist is not None:
-                paths = [t.real_path(_name(p)) for p in v.data_files_exist]
+                names = (op.referenced_data_files if v.data_files_exist is True
+                         else v.data_files_exist)
+                paths = [t.real_path(_name(p)) for p in names]
                 u.validateDataFilesExist(paths)
         return u
 
@@ -645,7 +658,8 @@ class JavaWriter:
         if not v.validate_on_first_attempt:
             problems.append("validate_on_first_attempt=False is PyIceberg behaviour, not Java's")
         if v.fail_missing_delete_paths is not None:
-            java_default = Operation(kind, validations=_replace_fmdp(v)).missing_delete_paths_enabled
+            derived = Operation(kind, validations=_replace_fmdp(v))
+            java_default = derived.missing_delete_paths_enabled
             if v.fail_missing_delete_paths != java_default:
                 problems.append(f"fail_missing_delete_paths={v.fail_missing_delete_paths} differs "
                                 f"from what Java derives for {kind} ({java_default})")

@@ -37,7 +37,8 @@ JARJAR_JAR = Path("/usr/share/java/jarjar.jar")
 SQLITE_JDBC_JAR = Path("/usr/share/java/sqlite-jdbc.jar")
 JACKSON_MODULES = ("jackson-core", "jackson-databind", "jackson-annotations",
                    "jackson-datatype-jsr310")
-RELOCATION_RULE = "rule com.fasterxml.jackson.** org.apache.iceberg.shaded.com.fasterxml.jackson.@1\n"
+RELOCATION_RULE = ("rule com.fasterxml.jackson.** "
+                   "org.apache.iceberg.shaded.com.fasterxml.jackson.@1\n")
 RUNTIME_GLOB = "iceberg-spark-runtime-3.5_2.12-*.jar"
 
 

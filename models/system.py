@@ -141,6 +141,11 @@ class ModelConfig:
     crashes: bool = False
     setup: tuple[Operation, ...] = ()
     planner: Callable[..., Operation] | None = field(default=None, compare=False)
+    # Fuse each writer's local steps: ``begin`` also writes its files, and ``refresh`` also
+    # validates and writes metadata. Sound, because those steps read nothing shared but the
+    # catalog pointer (read by refresh) and immutable objects; it shortens traces and shrinks
+    # the state space (the exploration engines use it; scenarios keep every phase).
+    fuse_local_steps: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,7 +289,10 @@ class Model:
                 return self._finish(state, scanned, NOOP, str(e))
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
                     base_snapshot_id=base.current_snapshot_id, operation=operation, attempt=0)
-        return self._put_writer(state, w)
+        state = self._put_writer(state, w)
+        if self.config.fuse_local_steps:
+            state = self._write(state, w, a)
+        return state
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
@@ -292,7 +300,19 @@ class Model:
         return self._put_writer(state, replace(w, phase=WRITTEN), store=state.store.put_all(files))
 
     def _refresh(self, state: State, w: WriterState, a: Action) -> State:
-        return self._put_writer(state, replace(w, phase=REFRESHED, refreshed_path=state.catalog.pointer))
+        pointer = state.catalog.pointer
+        if w.attempt == 0 and not w.operation.validations.validate_on_first_attempt:
+            # PyIceberg: the first attempt swaps against the metadata it started from, with no
+            # refresh (and so no validation); only a lost race makes it refresh and validate.
+            pointer = w.base_path
+        w = replace(w, phase=REFRESHED, refreshed_path=pointer)
+        state = self._put_writer(state, w)
+        if self.config.fuse_local_steps:
+            state = self._validate(state, w, a)
+            w = state.writer(w.name)
+            if w.phase == VALIDATED:
+                state = self._write_metadata(state, w, a)
+        return state
 
     def _starting_id(self, w: WriterState) -> int | None:
         return w.base_snapshot_id if w.operation.validations.from_snapshot else None

@@ -415,7 +415,7 @@ def _filter(ctx: _Ctx, table: TableConfig, node: LineDict, key: str):
         expr = parse_filter(text)
         check_columns(expr, table.schema.types())
     except FilterSyntaxError as e:
-        raise ctx.fail(f"{key} {text!r}: {e}", node, key) from None
+        raise ctx.fail(f"{key}: {e}", node, key) from None
     return expr
 
 

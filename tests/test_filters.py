@@ -386,9 +386,9 @@ SCHEMA = {"a": "int", "b": "long", "s": "string"}
 # Small domains shared by literals and row values, so equalities, bound ties and values that
 # share a truncate[3] block ("abcd"/"abce", 3/5) come up often.
 STRINGS = ("", "a", "ab", "abc", "abcd", "abce", "b", "b'c")
-int_literals = st.integers(-5, 5)
+int_literals = st.integers(-3, 3)
 str_literals = st.sampled_from(STRINGS)
-int_values = st.none() | st.integers(-5, 5)
+int_values = st.none() | st.integers(-3, 3)
 str_values = st.none() | st.sampled_from(STRINGS)
 
 
@@ -399,22 +399,42 @@ def _predicates_on(columns: st.SearchStrategy[str], literals: st.SearchStrategy[
     )
 
 
-leaves = st.one_of(
-    _predicates_on(st.sampled_from(INT_COLUMNS), int_literals),
-    _predicates_on(st.just(STR_COLUMN), str_literals),
-    st.builds(IsNull, st.sampled_from(COLUMNS), st.booleans()),
-    st.just(TrueExpr()),
-    st.just(FalseExpr()),
-)
-exprs = st.recursive(
-    leaves,
-    lambda children: st.one_of(
-        st.builds(And, children, children),
-        st.builds(Or, children, children),
-        st.builds(Not, children),
-    ),
-    max_leaves=6,
-)
+def _leaves(ints: st.SearchStrategy[int], strs: st.SearchStrategy[str]) -> st.SearchStrategy[Expr]:
+    return st.one_of(
+        _predicates_on(st.sampled_from(INT_COLUMNS), ints),
+        _predicates_on(st.just(STR_COLUMN), strs),
+        st.builds(IsNull, st.sampled_from(COLUMNS), st.booleans()),
+        st.just(TrueExpr()),
+        st.just(FalseExpr()),
+    )
+
+
+def _trees(leaf_strategy: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
+    return st.recursive(
+        leaf_strategy,
+        lambda children: st.one_of(
+            st.builds(And, children, children),
+            st.builds(Or, children, children),
+            st.builds(Not, children),
+        ),
+        max_leaves=6,
+    )
+
+
+leaves = _leaves(int_literals, str_literals)
+exprs = _trees(leaves)
+
+
+def _exprs_near(file_rows: list[dict[str, Any]]) -> st.SearchStrategy[Expr]:
+    """Trees whose literals are often a row's value or one off it: that is where bounds tie
+    and where a value shares a truncate block with the literal."""
+    ints = sorted({row[c] for row in file_rows for c in INT_COLUMNS if row[c] is not None})
+    strs = sorted({row[STR_COLUMN] for row in file_rows if row[STR_COLUMN] is not None})
+    near_ints = st.sampled_from(ints).flatmap(lambda v: st.sampled_from((v - 1, v, v + 1))) if ints else int_literals
+    near_strs = st.sampled_from(strs) if strs else str_literals
+    return _trees(_leaves(near_ints | int_literals, near_strs | str_literals))
+
+
 rows = st.fixed_dictionaries({"a": int_values, "b": int_values, "s": str_values})
 row_sets = st.lists(rows, min_size=1, max_size=5)
 
@@ -423,7 +443,19 @@ ALL_FIELDS = [
     for column in COLUMNS
     for transform in (Transform("identity"), Transform("bucket", 4), Transform("truncate", 3))
 ]
-specs = st.lists(st.sampled_from(ALL_FIELDS), unique=True, max_size=4).map(lambda fields: PartitionSpec(tuple(fields)))
+
+def _spec_from_choices(choices: tuple[tuple[int, ...], ...]) -> PartitionSpec:
+    fields = [
+        PartitionField(column, transform)
+        for column, picked in zip(COLUMNS, choices)
+        for index, transform in enumerate((Transform("identity"), Transform("bucket", 4), Transform("truncate", 3)))
+        if index in picked
+    ]
+    return PartitionSpec(tuple(fields))
+
+
+# For each column: no field, or some of identity / bucket[4] / truncate[3] on it.
+specs = st.tuples(*[st.sets(st.integers(0, 2), max_size=2).map(tuple) for _ in COLUMNS]).map(_spec_from_choices)
 
 
 def _java_folded(expr: Expr) -> Expr:
@@ -482,41 +514,73 @@ def test_rewrite_not_preserves_both_semantics(expr: Expr, row: dict[str, Any]) -
 
 
 @PROPERTY_SETTINGS
-@given(exprs, row_sets, st.sets(st.sampled_from(COLUMNS)))
-def test_bounds_are_sound(expr: Expr, file_rows: list[dict[str, Any]], hidden: set[str]) -> None:
+@given(row_sets, st.sets(st.sampled_from(COLUMNS)), st.data())
+def test_bounds_are_sound(file_rows: list[dict[str, Any]], hidden: set[str], data: st.DataObject) -> None:
+    expr = data.draw(_exprs_near(file_rows), label="expr")
     lower, upper, nulls = _stats(file_rows, hidden)
     if any(eval_row(expr, row) for row in file_rows):
         assert might_match_bounds(expr, lower, upper, nulls, len(file_rows))
 
 
 @PROPERTY_SETTINGS
-@given(exprs, row_sets, specs)
-def test_partition_projection_is_sound(expr: Expr, file_rows: list[dict[str, Any]], spec: PartitionSpec) -> None:
+@given(row_sets, specs, st.data())
+def test_partition_projection_is_sound(file_rows: list[dict[str, Any]], spec: PartitionSpec, data: st.DataObject) -> None:
+    expr = data.draw(_exprs_near(file_rows), label="expr")
     for row in file_rows:
         if eval_row(expr, row):
             assert might_match_partition(expr, spec, spec.partition_of(row)), project_inclusive(expr, spec)
 
 
-@PROPERTY_SETTINGS
-@given(leaves, st.booleans(), row_sets, st.sets(st.sampled_from(COLUMNS)))
-def test_bounds_are_sound_per_predicate(leaf: Expr, negated: bool, file_rows: list[dict[str, Any]], hidden: set[str]) -> None:
-    # One predicate at a time (and its negation) hits each comparison's edge cases far more
-    # often than random trees do.
-    expr = Not(leaf) if negated else leaf
-    lower, upper, nulls = _stats(file_rows, hidden)
-    if any(eval_row(expr, row) for row in file_rows):
-        assert might_match_bounds(expr, lower, upper, nulls, len(file_rows))
+# --- exhaustive single predicates over the small domains ---------------------------------------
+# Random trees rarely hit one comparison's edge (a bound equal to the literal, a value in the
+# same truncate block as the literal), so every single predicate is also checked exhaustively.
+
+DOMAINS: dict[str, tuple[Any, ...]] = {"a": tuple(range(-5, 6)), "s": STRINGS}
 
 
-@PROPERTY_SETTINGS
-@given(leaves, st.booleans(), rows, st.sampled_from(ALL_FIELDS))
-def test_partition_projection_is_sound_per_predicate(
-    leaf: Expr, negated: bool, row: dict[str, Any], field: PartitionField
-) -> None:
-    expr = Not(leaf) if negated else leaf
-    spec = PartitionSpec((field,))
-    if eval_row(expr, row):
-        assert might_match_partition(expr, spec, spec.partition_of(row)), project_inclusive(expr, spec)
+def _all_predicates(column: str) -> list[Expr]:
+    domain = DOMAINS[column]
+    preds: list[Expr] = [IsNull(column), IsNull(column, negated=True)]
+    preds += [Cmp(op, column, value) for op in CMP_OPS for value in domain]
+    pairs = [(x,) for x in domain] + [(x, y) for i, x in enumerate(domain) for y in domain[i + 1 :]]
+    preds += [In(column, values, negated) for values in pairs for negated in (False, True)]
+    return preds + [Not(pred) for pred in preds]
+
+
+def _small_files(column: str) -> list[list[dict[str, Any]]]:
+    values = (None, *DOMAINS[column])
+    pairs = [(x,) for x in values] + [(x, y) for i, x in enumerate(values) for y in values[i + 1 :]]
+    files = [[{column: value} for value in pair] for pair in pairs]
+    return files + [file_rows + [{column: None}] for file_rows in files]
+
+
+def _column_stats(column: str, file_rows: list[dict[str, Any]]) -> tuple[dict, dict, dict]:
+    values = [row[column] for row in file_rows if row[column] is not None]
+    nulls = {column: len(file_rows) - len(values)}
+    if not values:
+        return {}, {}, nulls
+    return {column: min(values)}, {column: max(values)}, nulls
+
+
+@pytest.mark.parametrize("column", ["a", "s"])
+def test_bounds_exhaustively_sound_for_single_predicates(column: str) -> None:
+    files = [(file_rows, _column_stats(column, file_rows)) for file_rows in _small_files(column)]
+    for pred in _all_predicates(column):
+        for file_rows, (lower, upper, nulls) in files:
+            if any(eval_row(pred, row) for row in file_rows):
+                assert might_match_bounds(pred, lower, upper, nulls, len(file_rows)), (pred, file_rows)
+
+
+@pytest.mark.parametrize("column", ["a", "s"])
+@pytest.mark.parametrize("transform", [Transform("identity"), Transform("bucket", 4), Transform("truncate", 3)])
+def test_projection_exhaustively_sound_for_single_predicates(column: str, transform: Transform) -> None:
+    spec = PartitionSpec((PartitionField(column, transform),))
+    rows_and_partitions = [({column: v}, spec.partition_of({column: v})) for v in (None, *DOMAINS[column])]
+    for pred in _all_predicates(column):
+        projected = project_inclusive(pred, spec)
+        for row, partition in rows_and_partitions:
+            if eval_row(pred, row):
+                assert might_match_partition(pred, spec, partition), (str(pred), str(projected), row)
 
 
 @PROPERTY_SETTINGS
@@ -527,10 +591,11 @@ def test_identity_projection_is_exact(expr: Expr, row: dict[str, Any]) -> None:
 
 
 @PROPERTY_SETTINGS
-@given(exprs, row_sets, specs, st.sets(st.sampled_from(COLUMNS)))
+@given(row_sets, specs, st.sets(st.sampled_from(COLUMNS)), st.data())
 def test_file_pruning_is_sound(
-    expr: Expr, all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]
+    all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str], data: st.DataObject
 ) -> None:
+    expr = data.draw(_exprs_near(all_rows), label="expr")
     # A data file holds rows of one partition: group the rows into files by partition.
     files: dict[tuple, list[dict[str, Any]]] = {}
     for row in all_rows:

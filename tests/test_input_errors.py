@@ -1,0 +1,68 @@
+"""Bad input gets one clear message naming the file and line, exit code 2, no traceback."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+GOOD_HEAD = """\
+version: 1
+table:
+  schema: {id: int, category: string}
+  partition_spec: [identity(category)]
+files:
+  d1: {rows: [[1, a]]}
+"""
+
+CASES = {
+    "unknown-op": (GOOD_HEAD + "steps:\n  - commit: {op: upsert, add: [d1]}\n", 8,
+                   "unknown operation 'upsert'"),
+    "unknown-file": (GOOD_HEAD + "steps:\n  - commit: {op: append, add: [d9]}\n", 8,
+                     "unknown file 'd9'"),
+    "bad-filter": (GOOD_HEAD + "steps:\n  - commit: {op: append, add: [d1]}\n"
+                   "  - begin: w1\n    op: overwrite\n    delete: [d1]\n"
+                   "    validate: {filter: \"id = = 3\"}\n", 12, "invalid filter 'id = = 3' at column 6"),
+    "unknown-profile": ("profile: spark-9\n" + GOOD_HEAD + "steps:\n  - commit: {op: append, add: [d1]}\n",
+                        1, "unknown profile 'spark-9'"),
+    "bad-yaml": (GOOD_HEAD + "steps:\n  - commit: {op: append, add: [d1]\n", 9, "not valid YAML"),
+    "unknown-key": (GOOD_HEAD + "steps:\n  - commit: {op: append, add: [d1], validat: {}}\n", 8,
+                    "unknown key 'validat'"),
+    "row-shape": (GOOD_HEAD.replace("[[1, a]]", "[[1]]") + "steps:\n  - commit: {op: append, add: [d1]}\n",
+                  6, "must be a list of 2 values"),
+    "dv-in-v2": (GOOD_HEAD + "  x: {content: dv, deletes: [[d1, 0]]}\nsteps:\n  - commit: {op: append, add: [d1]}\n",
+                 7, "deletion vectors need format_version 3"),
+    "commit-before-begin": (GOOD_HEAD + "steps:\n  - commit: w1\n", 8, "writer w1 has not begun"),
+    "unknown-column-filter": (GOOD_HEAD + "steps:\n  - begin: w1\n    op: overwrite\n    delete: [d1]\n"
+                              "    validate: {filter: \"colour = 'a'\"}\n", 11, "colour"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_scenario_exits_2_with_file_and_line(tmp_path, name):
+    text, line, fragment = CASES[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(textwrap.dedent(text))
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "scenario", "run", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{path}:{line}:" in proc.stderr.replace("\n", ""), proc.stderr
+    assert fragment in proc.stderr.replace("\n", ""), proc.stderr
+
+
+def test_missing_file_exits_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "scenario", "run",
+                           str(tmp_path / "nope.yaml")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "cannot read" in proc.stderr
+
+
+def test_failed_expectation_exits_1(tmp_path):
+    path = tmp_path / "wrong.yaml"
+    path.write_text(GOOD_HEAD + "steps:\n  - commit: {op: append, add: [d1]}\n"
+                    "    expect: {outcome: validation_failed}\n")
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "scenario", "run", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "expected validation_failed, got committed" in proc.stdout.replace("\n", "")

@@ -1,0 +1,28 @@
+"""Every scenario under tests/scenarios/ passes on the model (each asserts what Java does)."""
+
+import glob
+import os
+
+import pytest
+
+from icecheck.scenarios.format import load_scenario
+from icecheck.scenarios.runner import run_scenario
+
+HERE = os.path.dirname(__file__)
+FILES = sorted(glob.glob(os.path.join(HERE, "scenarios", "**", "*.yaml"), recursive=True))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(f, HERE) for f in FILES])
+def test_scenario(path):
+    verdict = run_scenario(load_scenario(path))
+    assert verdict.passed, "\n".join(verdict.failures)
+
+
+def test_suite_is_large_enough():
+    assert len(FILES) >= 40, f"only {len(FILES)} scenarios"
+
+
+def test_scenario_ids_are_unique():
+    ids = [load_scenario(p).id for p in FILES]
+    dupes = {i for i in ids if ids.count(i) > 1}
+    assert not dupes
