@@ -106,8 +106,9 @@ def test_two_concurrent_appends_both_commit(open_table, catalog):
     assert snaps[1]["parent_id"] == snaps[0]["snapshot_id"] and snaps[0]["parent_id"] is None
 
 
-def test_row_delta_after_concurrent_rewrite_misses_data_file(open_table):
-    t = open_table()
+@pytest.mark.parametrize("catalog", ["hadoop", "jdbc"])
+def test_row_delta_after_concurrent_rewrite_misses_data_file(open_table, catalog):
+    t = open_table(catalog=catalog)
     assert run(t, "setup", Operation("append", add_data=(D1,)))[0] == "committed"
     p1 = pos_delete("p1", ("a",), ("d1", 0))
     w1 = begun(t, "w1", Operation("row_delta", add_deletes=(p1,), validations=mor_validations()))
@@ -140,9 +141,10 @@ def test_cow_overwrites_deleting_same_file(open_table):
     (False, ("committed", None)),
     (True, ("validation_failed", "Found new conflicting delete files")),
 ])
-def test_snapshot_isolation_mor_undelete(open_table, delete_check, expected):
+@pytest.mark.parametrize("catalog", ["hadoop", "jdbc"])
+def test_snapshot_isolation_mor_undelete(open_table, catalog, delete_check, expected):
     """Jack Vanlightly's anomaly: a merge-on-read DELETE passes after a concurrent UPDATE."""
-    t = open_table()
+    t = open_table(catalog=catalog)
     run(t, "setup", Operation("append", add_data=(D1,)))
     updated = CFG.data_file("d1u", ((1, "a"),))
     p_upd = pos_delete("p-upd", ("a",), ("d1", 0))
