@@ -425,16 +425,6 @@ leaves = _leaves(int_literals, str_literals)
 exprs = _trees(leaves)
 
 
-def _exprs_near(file_rows: list[dict[str, Any]]) -> st.SearchStrategy[Expr]:
-    """Trees whose literals are often a row's value or one off it: that is where bounds tie
-    and where a value shares a truncate block with the literal."""
-    ints = sorted({row[c] for row in file_rows for c in INT_COLUMNS if row[c] is not None})
-    strs = sorted({row[STR_COLUMN] for row in file_rows if row[STR_COLUMN] is not None})
-    near_ints = st.sampled_from(ints).flatmap(lambda v: st.sampled_from((v - 1, v, v + 1))) if ints else int_literals
-    near_strs = st.sampled_from(strs) if strs else str_literals
-    return _trees(_leaves(near_ints | int_literals, near_strs | str_literals))
-
-
 rows = st.fixed_dictionaries({"a": int_values, "b": int_values, "s": str_values})
 row_sets = st.lists(rows, min_size=1, max_size=5)
 
@@ -514,18 +504,16 @@ def test_rewrite_not_preserves_both_semantics(expr: Expr, row: dict[str, Any]) -
 
 
 @PROPERTY_SETTINGS
-@given(row_sets, st.sets(st.sampled_from(COLUMNS)), st.data())
-def test_bounds_are_sound(file_rows: list[dict[str, Any]], hidden: set[str], data: st.DataObject) -> None:
-    expr = data.draw(_exprs_near(file_rows), label="expr")
+@given(exprs, row_sets, st.sets(st.sampled_from(COLUMNS)))
+def test_bounds_are_sound(expr: Expr, file_rows: list[dict[str, Any]], hidden: set[str]) -> None:
     lower, upper, nulls = _stats(file_rows, hidden)
     if any(eval_row(expr, row) for row in file_rows):
         assert might_match_bounds(expr, lower, upper, nulls, len(file_rows))
 
 
 @PROPERTY_SETTINGS
-@given(row_sets, specs, st.data())
-def test_partition_projection_is_sound(file_rows: list[dict[str, Any]], spec: PartitionSpec, data: st.DataObject) -> None:
-    expr = data.draw(_exprs_near(file_rows), label="expr")
+@given(exprs, row_sets, specs)
+def test_partition_projection_is_sound(expr: Expr, file_rows: list[dict[str, Any]], spec: PartitionSpec) -> None:
     for row in file_rows:
         if eval_row(expr, row):
             assert might_match_partition(expr, spec, spec.partition_of(row)), project_inclusive(expr, spec)
@@ -591,11 +579,10 @@ def test_identity_projection_is_exact(expr: Expr, row: dict[str, Any]) -> None:
 
 
 @PROPERTY_SETTINGS
-@given(row_sets, specs, st.sets(st.sampled_from(COLUMNS)), st.data())
+@given(exprs, row_sets, specs, st.sets(st.sampled_from(COLUMNS)))
 def test_file_pruning_is_sound(
-    all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str], data: st.DataObject
+    expr: Expr, all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]
 ) -> None:
-    expr = data.draw(_exprs_near(all_rows), label="expr")
     # A data file holds rows of one partition: group the rows into files by partition.
     files: dict[tuple, list[dict[str, Any]]] = {}
     for row in all_rows:
