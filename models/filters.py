@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import (
@@ -82,7 +82,7 @@ __all__ = [
     "to_filter_text",
 ]
 
-Literal = Union[int, str]
+LiteralValue = int | str
 
 CMP_OPS = ("=", "!=", "<", "<=", ">", ">=")
 _JAVA_OPS = {"=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -109,7 +109,7 @@ def _check_literal(value: Any) -> None:
         raise TypeError(f"filter literals are int or str, not {type(value).__name__}: {value!r}")
 
 
-def _java_literal(value: Literal) -> str:
+def _java_literal(value: LiteralValue) -> str:
     """``Literal.toString()``: strings in double quotes (unescaped, as Java prints them)."""
     return f'"{value}"' if isinstance(value, str) else str(value)
 
@@ -141,7 +141,7 @@ class Cmp:
 
     op: str
     column: str
-    value: Literal
+    value: LiteralValue
 
     def __post_init__(self) -> None:
         if self.op not in CMP_OPS:
@@ -157,7 +157,7 @@ class In:
     """``column in (values)``, or ``column not in (values)`` when ``negated``."""
 
     column: str
-    values: tuple[Literal, ...]
+    values: tuple[LiteralValue, ...]
     negated: bool = False
 
     def __post_init__(self) -> None:
@@ -211,8 +211,8 @@ class Not:
         return f"not({self.child})"
 
 
-Predicate = Union[Cmp, In, IsNull]
-Expr = Union[TrueExpr, FalseExpr, Cmp, In, IsNull, And, Or, Not]
+Predicate = Cmp | In | IsNull
+Expr = TrueExpr | FalseExpr | Cmp | In | IsNull | And | Or | Not
 
 _TRUE = TrueExpr()
 _FALSE = FalseExpr()
@@ -312,7 +312,7 @@ def rewrite_not(expr: Expr) -> Expr:
 # Our own filter syntax (the inverse of parse_filter)
 
 
-def _filter_literal(value: Literal) -> str:
+def _filter_literal(value: LiteralValue) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return str(value)
@@ -428,7 +428,7 @@ def _string_value(token: Token) -> str:
     return str(token)[1:-1].replace("''", "'")
 
 
-def _literal_value(token: Token) -> Literal:
+def _literal_value(token: Token) -> LiteralValue:
     return int(token) if token.type == "INT" else _string_value(token)
 
 
@@ -468,7 +468,7 @@ class _ToExpr(Transformer):
     def not_null_expr(self, children: list) -> Expr:
         return IsNull(str(children[0]), True)
 
-    def literal_list(self, children: list) -> tuple[Literal, ...]:
+    def literal_list(self, children: list) -> tuple[LiteralValue, ...]:
         return tuple(_literal_value(token) for token in children)
 
 
@@ -571,7 +571,7 @@ def parse_filter(text: str) -> Expr:
 # Schema check
 
 
-def _literal_fits(value: Literal, column_type: str) -> bool:
+def _literal_fits(value: LiteralValue, column_type: str) -> bool:
     if column_type == "string":
         return isinstance(value, str)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -580,7 +580,7 @@ def _literal_fits(value: Literal, column_type: str) -> bool:
     return low <= value <= high
 
 
-def _literal_kind(value: Literal) -> str:
+def _literal_kind(value: LiteralValue) -> str:
     return "a string" if isinstance(value, str) else "an integer"
 
 
@@ -592,7 +592,9 @@ def check_columns(expr: Expr, schema_columns: Mapping[str, str]) -> None:
     """
     for column_type in set(schema_columns.values()):
         if column_type not in _COLUMN_TYPES:
-            raise ValueError(f"unsupported column type {column_type!r}; expected one of {_COLUMN_TYPES}")
+            raise ValueError(
+                f"unsupported column type {column_type!r}; expected one of {_COLUMN_TYPES}"
+            )
     known = ", ".join(schema_columns) or "(none)"
     for pred in _predicates(expr):
         if pred.column not in schema_columns:
@@ -601,10 +603,16 @@ def check_columns(expr: Expr, schema_columns: Mapping[str, str]) -> None:
                 f"known columns: {known}"
             )
         column_type = schema_columns[pred.column]
-        values = pred.values if isinstance(pred, In) else (pred.value,) if isinstance(pred, Cmp) else ()
+        values = (
+            pred.values if isinstance(pred, In) else (pred.value,) if isinstance(pred, Cmp) else ()
+        )
         for value in values:
             if not _literal_fits(value, column_type):
-                detail = "out of range for" if isinstance(value, int) and column_type != "string" else "not"
+                detail = (
+                    "out of range for"
+                    if isinstance(value, int) and column_type != "string"
+                    else "not"
+                )
                 raise FilterSyntaxError(
                     f"type mismatch in filter {to_filter_text(expr)!r}: column {pred.column!r} is "
                     f"{column_type} but literal {_filter_literal(value)} is {_literal_kind(value)} "
@@ -686,7 +694,7 @@ def eval_row(expr: Expr, row: Mapping[str, Any]) -> bool:
     return eval_row3(expr, row) is True
 
 
-def _java_cmp(value: Any, literal: Literal) -> int:
+def _java_cmp(value: Any, literal: LiteralValue) -> int:
     """``Comparators.nullsFirst().thenComparing(naturalOrder())`` from ``Literals``."""
     if value is None:
         return -1
@@ -930,7 +938,7 @@ def might_match_partition(expr: Expr, spec: PartitionSpec, partition: tuple) -> 
             f"partition {partition!r} has {len(partition)} values but spec {spec} has "
             f"{len(spec.fields)} fields"
         )
-    return eval_java(project_inclusive(expr, spec), dict(zip(spec.names, partition)))
+    return eval_java(project_inclusive(expr, spec), dict(zip(spec.names, partition, strict=True)))
 
 
 def might_match_file(

@@ -247,7 +247,13 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
             return True
         return 0 < e.data_sequence_number < min_data_seq
 
-    delete_manifests, _ = _filter_manifests(parent_deletes, delete_doomed, mw)
+    delete_manifests, removed_deletes = _filter_manifests(parent_deletes, delete_doomed, mw)
+    if op.missing_delete_paths_enabled:
+        # Java sets failMissingDeletePaths on both the data and the delete filter managers.
+        missing = sorted(remove_delete_paths - removed_deletes)
+        if missing:
+            raise ValidationFailed("missing_delete_paths",
+                                   f"Missing required files to delete: {fmt_paths(missing)}")
     new_deletes = [mw.write(DELETE_MANIFEST, [ManifestEntry(ADDED, snapshot_id, seq, seq, d)
                                               for d in op.add_deletes])] if op.add_deletes else []
 

@@ -225,10 +225,16 @@ def parse_transform(text: str) -> tuple[Transform, str]:
     kind = match.group("kind").lower()
     args = [arg.strip() for arg in match.group("args").split(",")] if match.group("args") else []
     if kind not in TRANSFORM_KINDS:
-        raise ValueError(f"unknown partition transform {match.group('kind')!r} in {text!r}; {_USAGE}")
+        raise ValueError(
+            f"unknown partition transform {match.group('kind')!r} in {text!r}; {_USAGE}"
+        )
     expected_args = 1 if kind == "identity" else 2
     if len(args) != expected_args:
-        form = "identity(col)" if kind == "identity" else f"{kind}({'N' if kind == 'bucket' else 'W'}, col)"
+        form = (
+            "identity(col)"
+            if kind == "identity"
+            else f"{kind}({'N' if kind == 'bucket' else 'W'}, col)"
+        )
         raise ValueError(
             f"invalid partition transform {text!r}: {kind} takes {expected_args} "
             f"argument{'s' if expected_args > 1 else ''}, as in {form}"
@@ -248,7 +254,9 @@ def transform_from_string(text: str) -> Transform:
     the form table metadata JSON stores."""
     match = _SPEC_STRING_RE.match(text) if isinstance(text, str) else None
     if match is None:
-        raise ValueError(f"invalid transform string {text!r}; expected identity, bucket[N] or truncate[W]")
+        raise ValueError(
+            f"invalid transform string {text!r}; expected identity, bucket[N] or truncate[W]"
+        )
     param = match.group("param")
     try:
         return Transform(match.group("kind"), int(param) if param is not None else None)

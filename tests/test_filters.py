@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from icecheck.models.filters import (
     CMP_OPS,
     And,
@@ -38,7 +37,12 @@ from icecheck.models.filters import (
     rewrite_not,
     to_filter_text,
 )
-from icecheck.models.transforms import PartitionField, PartitionSpec, Transform, parse_partition_spec
+from icecheck.models.transforms import (
+    PartitionField,
+    PartitionSpec,
+    Transform,
+    parse_partition_spec,
+)
 
 PROPERTY_SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
 
@@ -178,7 +182,9 @@ def test_expressions_are_immutable_and_hashable() -> None:
 def test_check_columns() -> None:
     schema = {"id": "int", "big": "long", "category": "string"}
     check_columns(parse_filter("id = 1 and category in ('a') and big > 3000000000"), schema)
-    with pytest.raises(FilterSyntaxError, match="unknown column 'nme'.*known columns: id, big, category"):
+    with pytest.raises(
+        FilterSyntaxError, match="unknown column 'nme'.*known columns: id, big, category"
+    ):
         check_columns(parse_filter("id = 1 or nme is null"), schema)
     with pytest.raises(FilterSyntaxError, match="column 'id' is int but literal 'a' is a string"):
         check_columns(parse_filter("id = 'a'"), schema)
@@ -235,7 +241,13 @@ def test_null_semantics(text: str, sql: bool | None, java: bool) -> None:
 # --- InclusiveMetricsEvaluator -----------------------------------------------------------------
 
 
-def _bounds(text: str, lower: Mapping[str, Any], upper: Mapping[str, Any], nulls: Mapping[str, int], count: int = 10) -> bool:
+def _bounds(
+    text: str,
+    lower: Mapping[str, Any],
+    upper: Mapping[str, Any],
+    nulls: Mapping[str, int],
+    count: int = 10,
+) -> bool:
     return might_match_bounds(parse_filter(text), lower, upper, nulls, count)
 
 
@@ -338,7 +350,11 @@ TRUNC3_S = parse_partition_spec(["truncate(3, category)"])
         (BUCKET16, "id != 34", "true"),
         (BUCKET16, "id not in (34)", "true"),
         (BUCKET16, "id is not null", 'not_null(ref(name="id_bucket"))'),
-        (IDENTITY, "not (id = 1 and category in ('a'))", '(ref(name="id") != 1 or ref(name="category") not in ("a"))'),
+        (
+            IDENTITY,
+            "not (id = 1 and category in ('a'))",
+            '(ref(name="id") != 1 or ref(name="category") not in ("a"))',
+        ),
         (IDENTITY, "other = 1", "true"),
         (IDENTITY, "other = 1 and id > 2", 'ref(name="id") > 2'),
         (IDENTITY, "other = 1 or id > 2", "true"),
@@ -392,60 +408,53 @@ int_values = st.none() | st.integers(-3, 3)
 str_values = st.none() | st.sampled_from(STRINGS)
 
 
-def _predicates_on(columns: st.SearchStrategy[str], literals: st.SearchStrategy[Any]) -> st.SearchStrategy[Expr]:
+def _predicates_on(
+    columns: st.SearchStrategy[str], literals: st.SearchStrategy[Any]
+) -> st.SearchStrategy[Expr]:
     return st.one_of(
         st.builds(Cmp, st.sampled_from(CMP_OPS), columns, literals),
-        st.builds(In, columns, st.lists(literals, min_size=1, max_size=3).map(tuple), st.booleans()),
-    )
-
-
-def _leaves(ints: st.SearchStrategy[int], strs: st.SearchStrategy[str]) -> st.SearchStrategy[Expr]:
-    return st.one_of(
-        _predicates_on(st.sampled_from(INT_COLUMNS), ints),
-        _predicates_on(st.just(STR_COLUMN), strs),
-        st.builds(IsNull, st.sampled_from(COLUMNS), st.booleans()),
-        st.just(TrueExpr()),
-        st.just(FalseExpr()),
-    )
-
-
-def _trees(leaf_strategy: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
-    return st.recursive(
-        leaf_strategy,
-        lambda children: st.one_of(
-            st.builds(And, children, children),
-            st.builds(Or, children, children),
-            st.builds(Not, children),
+        st.builds(
+            In, columns, st.lists(literals, min_size=1, max_size=3).map(tuple), st.booleans()
         ),
-        max_leaves=6,
     )
 
 
-leaves = _leaves(int_literals, str_literals)
-exprs = _trees(leaves)
-
-
+leaves = st.one_of(
+    _predicates_on(st.sampled_from(INT_COLUMNS), int_literals),
+    _predicates_on(st.just(STR_COLUMN), str_literals),
+    st.builds(IsNull, st.sampled_from(COLUMNS), st.booleans()),
+    st.just(TrueExpr()),
+    st.just(FalseExpr()),
+)
+exprs = st.recursive(
+    leaves,
+    lambda children: st.one_of(
+        st.builds(And, children, children),
+        st.builds(Or, children, children),
+        st.builds(Not, children),
+    ),
+    max_leaves=6,
+)
 rows = st.fixed_dictionaries({"a": int_values, "b": int_values, "s": str_values})
 row_sets = st.lists(rows, min_size=1, max_size=5)
 
-ALL_FIELDS = [
-    PartitionField(column, transform)
-    for column in COLUMNS
-    for transform in (Transform("identity"), Transform("bucket", 4), Transform("truncate", 3))
-]
+TRANSFORMS = (Transform("identity"), Transform("bucket", 4), Transform("truncate", 3))
+
 
 def _spec_from_choices(choices: tuple[tuple[int, ...], ...]) -> PartitionSpec:
     fields = [
         PartitionField(column, transform)
-        for column, picked in zip(COLUMNS, choices)
-        for index, transform in enumerate((Transform("identity"), Transform("bucket", 4), Transform("truncate", 3)))
+        for column, picked in zip(COLUMNS, choices, strict=True)
+        for index, transform in enumerate(TRANSFORMS)
         if index in picked
     ]
     return PartitionSpec(tuple(fields))
 
 
 # For each column: no field, or some of identity / bucket[4] / truncate[3] on it.
-specs = st.tuples(*[st.sets(st.integers(0, 2), max_size=2).map(tuple) for _ in COLUMNS]).map(_spec_from_choices)
+specs = st.tuples(*[st.sets(st.integers(0, 2), max_size=2).map(tuple) for _ in COLUMNS]).map(
+    _spec_from_choices
+)
 
 
 def _java_folded(expr: Expr) -> Expr:
@@ -513,10 +522,35 @@ def test_bounds_are_sound(expr: Expr, file_rows: list[dict[str, Any]], hidden: s
 
 @PROPERTY_SETTINGS
 @given(exprs, row_sets, specs)
-def test_partition_projection_is_sound(expr: Expr, file_rows: list[dict[str, Any]], spec: PartitionSpec) -> None:
+def test_partition_projection_is_sound(
+    expr: Expr, file_rows: list[dict[str, Any]], spec: PartitionSpec
+) -> None:
+    projected = str(project_inclusive(expr, spec))
     for row in file_rows:
         if eval_row(expr, row):
-            assert might_match_partition(expr, spec, spec.partition_of(row)), project_inclusive(expr, spec)
+            assert might_match_partition(expr, spec, spec.partition_of(row)), projected
+
+
+@PROPERTY_SETTINGS
+@given(exprs, rows)
+def test_identity_projection_is_exact(expr: Expr, row: dict[str, Any]) -> None:
+    spec = parse_partition_spec(["identity(a)", "identity(b)", "identity(s)"])
+    assert might_match_partition(expr, spec, spec.partition_of(row)) is eval_java(expr, row)
+
+
+@PROPERTY_SETTINGS
+@given(exprs, row_sets, specs, st.sets(st.sampled_from(COLUMNS)))
+def test_file_pruning_is_sound(
+    expr: Expr, all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]
+) -> None:
+    # A data file holds rows of one partition: group the rows into files by partition.
+    files: dict[tuple, list[dict[str, Any]]] = {}
+    for row in all_rows:
+        files.setdefault(spec.partition_of(row), []).append(row)
+    for partition, file_rows in files.items():
+        lower, upper, nulls = _stats(file_rows, hidden)
+        if any(eval_row(expr, row) for row in file_rows):
+            assert might_match_file(expr, spec, partition, lower, upper, nulls, len(file_rows))
 
 
 # --- exhaustive single predicates over the small domains ---------------------------------------
@@ -556,38 +590,27 @@ def test_bounds_exhaustively_sound_for_single_predicates(column: str) -> None:
     for pred in _all_predicates(column):
         for file_rows, (lower, upper, nulls) in files:
             if any(eval_row(pred, row) for row in file_rows):
-                assert might_match_bounds(pred, lower, upper, nulls, len(file_rows)), (pred, file_rows)
+                assert might_match_bounds(pred, lower, upper, nulls, len(file_rows)), (
+                    pred,
+                    file_rows,
+                )
 
 
 @pytest.mark.parametrize("column", ["a", "s"])
-@pytest.mark.parametrize("transform", [Transform("identity"), Transform("bucket", 4), Transform("truncate", 3)])
-def test_projection_exhaustively_sound_for_single_predicates(column: str, transform: Transform) -> None:
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_projection_exhaustively_sound_for_single_predicates(
+    column: str, transform: Transform
+) -> None:
     spec = PartitionSpec((PartitionField(column, transform),))
-    rows_and_partitions = [({column: v}, spec.partition_of({column: v})) for v in (None, *DOMAINS[column])]
+    rows_and_partitions = [
+        ({column: v}, spec.partition_of({column: v})) for v in (None, *DOMAINS[column])
+    ]
     for pred in _all_predicates(column):
         projected = project_inclusive(pred, spec)
         for row, partition in rows_and_partitions:
             if eval_row(pred, row):
-                assert might_match_partition(pred, spec, partition), (str(pred), str(projected), row)
-
-
-@PROPERTY_SETTINGS
-@given(exprs, rows)
-def test_identity_projection_is_exact(expr: Expr, row: dict[str, Any]) -> None:
-    spec = parse_partition_spec(["identity(a)", "identity(b)", "identity(s)"])
-    assert might_match_partition(expr, spec, spec.partition_of(row)) is eval_java(expr, row)
-
-
-@PROPERTY_SETTINGS
-@given(exprs, row_sets, specs, st.sets(st.sampled_from(COLUMNS)))
-def test_file_pruning_is_sound(
-    expr: Expr, all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]
-) -> None:
-    # A data file holds rows of one partition: group the rows into files by partition.
-    files: dict[tuple, list[dict[str, Any]]] = {}
-    for row in all_rows:
-        files.setdefault(spec.partition_of(row), []).append(row)
-    for partition, file_rows in files.items():
-        lower, upper, nulls = _stats(file_rows, hidden)
-        if any(eval_row(expr, row) for row in file_rows):
-            assert might_match_file(expr, spec, partition, lower, upper, nulls, len(file_rows))
+                assert might_match_partition(pred, spec, partition), (
+                    str(pred),
+                    str(projected),
+                    row,
+                )

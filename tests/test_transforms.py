@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
 from icecheck.models.transforms import (
     PartitionField,
     PartitionSpec,
@@ -79,14 +78,26 @@ def test_unicode_strings_hash_as_utf8() -> None:
 
 @pytest.mark.parametrize(
     ("width", "value", "expected"),
-    [(10, 1, 0), (10, -1, -10), (10, 0, 0), (10, 10, 10), (10, -10, -10), (10, -11, -20), (3, 7, 6)],
+    [
+        (10, 1, 0),
+        (10, -1, -10),
+        (10, 0, 0),
+        (10, 10, 10),
+        (10, -10, -10),
+        (10, -11, -20),
+        (3, 7, 6),
+    ],
 )
-def test_truncate_integers_round_towards_negative_infinity(width: int, value: int, expected: int) -> None:
+def test_truncate_integers_round_towards_negative_infinity(
+    width: int, value: int, expected: int
+) -> None:
     assert Transform("truncate", width).apply(value) == expected
 
 
 def test_truncate_long_extremes() -> None:
-    assert Transform("truncate", 10).apply(-(1 << 63)) == -(1 << 63) - 2  # spec formula, no overflow check
+    assert (
+        Transform("truncate", 10).apply(-(1 << 63)) == -(1 << 63) - 2
+    )  # spec formula, no overflow check
     assert Transform("truncate", 10).apply((1 << 63) - 1) == (1 << 63) - 8
 
 
@@ -97,7 +108,9 @@ def test_truncate_strings_by_code_points() -> None:
     assert Transform("truncate", 1).apply("\U0001f600ab") == "\U0001f600"
 
 
-@pytest.mark.parametrize("transform", [Transform("identity"), Transform("bucket", 4), Transform("truncate", 2)])
+@pytest.mark.parametrize(
+    "transform", [Transform("identity"), Transform("bucket", 4), Transform("truncate", 2)]
+)
 def test_null_maps_to_null(transform: Transform) -> None:
     assert transform.apply(None) is None
 
@@ -125,7 +138,14 @@ def test_str_matches_java() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "param"),
-    [("day", None), ("bucket", None), ("bucket", 0), ("truncate", -1), ("identity", 3), ("bucket", True)],
+    [
+        ("day", None),
+        ("bucket", None),
+        ("bucket", 0),
+        ("truncate", -1),
+        ("identity", 3),
+        ("bucket", True),
+    ],
 )
 def test_invalid_transforms_raise(kind: str, param: int | None) -> None:
     with pytest.raises(ValueError):
@@ -188,7 +208,8 @@ def test_partition_spec() -> None:
     assert spec.partition_of({"id": 34, "category": "abc"}) == ("abc", 3, "ab")
     assert spec.partition_of({"id": None, "category": None}) == (None, None, None)
     assert str(spec) == (
-        "[category: identity(category), id_bucket: bucket[16](id), category_trunc: truncate[2](category)]"
+        "[category: identity(category), id_bucket: bucket[16](id), "
+        "category_trunc: truncate[2](category)]"
     )
 
 
