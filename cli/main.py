@@ -92,36 +92,6 @@ def _print_verdict(v) -> None:
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def check(as_json: bool) -> None:
-    """The CI gate: run the built-in scenario suite; exit 1 on any failed expectation."""
-    from icecheck.scenarios.format import load_scenario
-    from icecheck.scenarios.runner import run_scenario
-
-    paths = builtin_scenarios()
-    results = []
-    try:
-        for i, path in enumerate(paths, 1):
-            v = run_scenario(load_scenario(path))
-            results.append(v)
-            if not as_json:
-                status = "ok" if v.passed else "FAILED"
-                err.print(f"[{i}/{len(paths)}] {v.id}: {status}")
-    except InputError as e:
-        fail_input(e)
-    failed = [v for v in results if not v.passed]
-    if as_json:
-        print(json.dumps({"scenarios": len(results), "failed": [v.as_json() for v in failed]},
-                         indent=2))
-    else:
-        for v in failed:
-            _print_verdict(v)
-        out.print(f"\nicecheck check: {len(results)} scenarios, {len(results) - len(failed)} "
-                  f"passed, {len(failed)} failed")
-    sys.exit(EXIT_FAILED if failed else EXIT_OK)
-
-
-@main.command()
 def profiles() -> None:
     """List the engine profiles (SQL commands -> Iceberg operations and validations)."""
     from icecheck.models.profiles import load_profiles
@@ -135,6 +105,9 @@ def profiles() -> None:
         for cmd, rule in p.commands.items():
             out.print(f"    {cmd:<22} -> {rule.summary()}")
 
+
+# The other commands live in their own modules; importing them registers them on ``main``.
+from icecheck.cli import commands_check, commands_explore, commands_traces  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

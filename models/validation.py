@@ -161,21 +161,41 @@ def _added_delete_entries(store, table, base, starting_id, expr, parent, operati
 
 
 def delete_can_apply_to(delete: ManifestEntry, data_file: DataFile, data_seq: int) -> bool:
-    """Java DeleteFileIndex: may this delete file apply to ``data_file`` (conservatively)?"""
+    """Java DeleteFileIndex.forDataFile: may this delete file apply to ``data_file``?
+
+    * position deletes with a referenced data file (file-scoped, DVs) apply to that file only;
+      others are keyed by partition and apply to every data file of it (no file-path range
+      check in the current index); they need ``data_seq <= seq(delete)``;
+    * equality deletes apply within their partition (unpartitioned: globally) when
+      ``data_seq < seq(delete)`` and the data file's bounds on the equality columns overlap the
+      delete's (canContainEqDeletesForFile).
+    """
     d: DeleteFile = delete.file
     if d.content == EQUALITY_DELETES:
         if d.partition and d.partition != data_file.partition:
             return False
-        return data_seq < delete.data_sequence_number
+        if data_seq >= delete.data_sequence_number:
+            return False
+        return _equality_bounds_overlap(d, data_file)
     if data_seq > delete.data_sequence_number:
         return False
     ref = d.referenced_data_file
     if ref is not None:
         return ref == data_file.path
-    if d.partition != data_file.partition:
-        return False
-    lo, hi = d.path_bounds or (None, None)
-    return lo is None or lo <= data_file.path <= hi
+    return d.partition == data_file.partition
+
+
+def _equality_bounds_overlap(d: DeleteFile, data_file: DataFile) -> bool:
+    if not d.equality_rows:
+        return True
+    d_lower, d_upper, _ = (dict(x) for x in bounds_of(d.equality_columns, d.equality_rows))
+    f_lower, f_upper = data_file.lower(), data_file.upper()
+    for col in d.equality_columns:
+        if col not in d_lower or col not in f_lower or col not in f_upper:
+            continue  # unknown bounds (or only nulls): might overlap
+        if d_upper[col] < f_lower[col] or d_lower[col] > f_upper[col]:
+            return False
+    return True
 
 
 def validate_no_new_deletes_for_data_files(store, table, base, starting_id, expr, data_files,

@@ -131,7 +131,7 @@ def build_history(model: Model, state: State) -> History:
             op = Op(f"{w.name}.{r.index + 1}", w.name, r.index, r, r.intent, r.base_snapshot_id,
                     r.snapshot_id, r.outcome, sequence_number=r.sequence_number)
             ops.append(op)
-            if r.snapshot_id is not None and (r.applied or r.outcome in (COMMITTED, COMMIT_UNKNOWN)):
+            if r.snapshot_id is not None and r.applied:
                 by_snapshot.setdefault(r.snapshot_id, op)
     setup_ops = model.config.setup
     lineage_ops: list[Op | None] = []

@@ -53,13 +53,9 @@ def _off_lineage_effect(h, oracle, op):
     from .oracle import effect_of
     eff = oracle.effects.get(op.label)
     if eff is None:
-        eff = effect_of(h, op, oracle_keyfn(h, oracle))
+        eff = effect_of(h, op, oracle.keyfn)
         oracle.effects[op.label] = eff
     return eff
-
-
-def oracle_keyfn(h, oracle):
-    return oracle.keyfn  # set by build
 
 
 def build_graph(h: History, oracle: Oracle) -> nx.MultiDiGraph:
@@ -151,4 +147,38 @@ def find_cycles(g: nx.MultiDiGraph) -> list[tuple[str, list]]:
         seen.add(tuple(cyc))
         out.append(classify_cycle(g, cyc))
     out.sort(key=lambda c: (ANOMALY_ORDER.index(c[0]), len(c[1]), repr(c[1])))
+    return out
+
+
+def check(a) -> list:
+    """One violation per elementary dependency cycle, weakest anomaly first."""
+    from .common import jsonable
+    from .violation import VIOLATION, Violation
+
+    out = []
+    effects = a.oracle.effects
+    for anomaly, edges in a.cycles:
+        rw = [e for e in edges if e[2] == RW]
+        # Every anti-dependency is on a key its reader found absent and its writer inserted
+        # (an INSERT, or a MERGE's not-matched branch): concurrently inserted keys.
+        absent = bool(rw) and all(
+            effects.get(e[0]) is not None and effects[e[0]].reads.get(e[3]) is False
+            and effects.get(e[1]) is not None
+            and (e[3] in effects[e[1]].inserted or e[3] in effects[e[1]].appends)
+            for e in rw)
+        writers = []
+        for e in edges:
+            if e[0] not in writers:
+                writers.append(e[0])
+        steps = "; ".join(f"{e[0]} -{e[2]}-> {e[1]} on {a.key_text(e[3])}" for e in edges)
+        out.append(Violation(
+            "isolation",
+            f"{anomaly} cycle among {', '.join(a.who(w) for w in writers)}: {steps}. No serial "
+            f"order of these commits explains what each read and wrote, which violates "
+            f"{LEVEL_VIOLATED[anomaly]}.",
+            VIOLATION,
+            {"anomaly": anomaly, "level_violated": LEVEL_VIOLATED[anomaly],
+             "cycle": [[e[0], e[1], e[2], jsonable(e[3])] for e in edges],
+             "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent,
+             "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
     return out

@@ -232,6 +232,7 @@ class Oracle:
     origin: dict                       # (key, row) -> label that (last) wrote that row value
     last_writer: dict                  # key -> label (at the end of the lineage)
     stale_ops: set                     # labels of lineage ops whose base is not on the lineage
+    keyfn: KeyFn | None = None
 
 
 def _group(rows, kf: KeyFn) -> dict:
@@ -330,5 +331,5 @@ def run_oracle(h: History, kf: KeyFn) -> Oracle:
             origins = {r: origin.get((k, r)) for r in set(a) | set(e)}
             mismatches[ident] = Mismatch(kind, k, pos, e, a, resp, origins, [pos])
     return Oracle(effects, writes, version_order, expected_list, list(mismatches.values()),
-                  origin, last_writer, stale)
+                  origin, last_writer, stale, kf)
 

@@ -66,8 +66,23 @@ def violation_json(v: Any) -> dict:
             "details": jsonable(getattr(v, "details", None))}
 
 
+def _pretty(value: Any, indent: int, width: int = 100) -> str:
+    """JSON with an object or list on one line when it fits, else one item per line."""
+    flat = json.dumps(value, ensure_ascii=False)
+    if not isinstance(value, (dict, list)) or len(flat) + indent <= width or not value:
+        return flat
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_pretty(v, indent + 2, width)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    items = [inner + _pretty(v, indent + 2, width) for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+
+
 def dumps(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    """The trace as JSON text: stable, diff-friendly, short lists on one line."""
+    return _pretty(json.loads(json.dumps(doc)), 0) + "\n"
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -78,6 +93,9 @@ def write_atomic(path: str, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -53,8 +53,9 @@ def build_timeline(doc: dict) -> Timeline:
         if outs:
             verdict.append(f"{w}: {', '.join(outs)}")
     meta = cfg
-    title = (doc.get("title") or doc.get("id") or "trace") + \
-        f"  ({meta.profile}, {meta.catalog}, v{meta.format_version})"
+    title = doc.get("title") or doc.get("id") or "trace"
+    if meta.profile not in title:
+        title += f"  ({meta.profile}, {meta.catalog}, v{meta.format_version})"
     return Timeline(title, writers, table_text(model, cfg.key, run.states[0], "shows"),
                     list(enumerate(events, 1)), table_text(model, cfg.key, run.final), verdict)
 

@@ -1,0 +1,245 @@
+"""Hypothesis exploration: a ``RuleBasedStateMachine`` over the model's own actions and ``step``.
+
+There is no second model: one rule draws an index into ``model.actions(state)`` and applies
+``model.step``; an invariant evaluates the properties on every state (``properties.evaluate``)
+and splits them with the expectation table (``properties.split_expected``): an unexpected
+(must-hold) violation fails the run, an allowed one is recorded. A run at a final state (no
+enabled action) can only take the ``idle`` rule, so Hypothesis shrinks those steps away.
+
+On a failure, Hypothesis's shrunk action list is canonicalized and minimized again
+(``traces.canonical``) and turned into a trace (``traces.format``).
+
+Settings profiles (registered on import): ``icecheck-ci`` (derandomized, no deadline, no
+example database, no blob, quiet; the CLI default) and ``icecheck-dev`` (random, with the
+local example database). They are namespaced so they never replace Hypothesis's own ``ci``
+profile, which Hypothesis loads by itself on CI machines. The CLI calls them ``ci`` and ``dev``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
+                                 run_state_machine_as_test)
+
+from icecheck.engines.config import ExploreConfig
+from icecheck.models.system import Action, Model, State
+
+PROFILE_CI = "icecheck-ci"
+PROFILE_DEV = "icecheck-dev"
+PROFILES = {"ci": PROFILE_CI, "dev": PROFILE_DEV}
+DEFAULT_MAX_EXAMPLES = 500
+
+settings.register_profile(
+    PROFILE_CI, derandomize=True, deadline=None, database=None, print_blob=False,
+    max_examples=DEFAULT_MAX_EXAMPLES, suppress_health_check=list(HealthCheck),
+    verbosity=Verbosity.quiet, report_multiple_bugs=False,
+    phases=(Phase.explicit, Phase.generate, Phase.shrink))
+settings.register_profile(
+    PROFILE_DEV, derandomize=False, deadline=None, print_blob=True,
+    max_examples=DEFAULT_MAX_EXAMPLES, suppress_health_check=list(HealthCheck),
+    verbosity=Verbosity.quiet, report_multiple_bugs=False)
+
+
+class PropertyViolated(AssertionError):
+    """Raised by the invariant: an unexpected (or targeted) violation."""
+
+
+@dataclass
+class ExploreResult:
+    config: ExploreConfig
+    hypothesis_profile: str
+    seed: int
+    max_examples: int
+    examples: int = 0
+    states: int = 0
+    elapsed: float = 0.0
+    timed_out: bool = False
+    property: str | None = None           # the property of the failure, if any
+    unexpected: bool = False              # that property was unexpected (must hold)
+    hypothesis_actions: list[str] = field(default_factory=list)   # Hypothesis's shrunk list
+    trace: dict | None = None             # the canonical, minimal trace
+    allowed: dict[str, int] = field(default_factory=dict)         # property -> states seen
+    allowed_examples: dict[str, list[str]] = field(default_factory=dict)
+    reached: set[str] = field(default_factory=set)
+
+    @builtins.property
+    def failed(self) -> bool:
+        return self.property is not None and self.unexpected
+
+    def as_json(self) -> dict:
+        return {
+            "config": self.config.name, "profile": self.config.profile,
+            "catalog": self.config.catalog, "format_version": self.config.format_version,
+            "hypothesis_profile": self.hypothesis_profile, "seed": self.seed,
+            "max_examples": self.max_examples, "examples": self.examples,
+            "states": self.states, "elapsed_s": round(self.elapsed, 3),
+            "timed_out": self.timed_out, "property": self.property,
+            "unexpected": self.unexpected, "hypothesis_actions": self.hypothesis_actions,
+            "trace_actions": self.trace["actions"] if self.trace else None,
+            "explanation": self.trace["explanation"] if self.trace else None,
+            "allowed": dict(sorted(self.allowed.items())),
+            "reached": sorted(self.reached),
+        }
+
+
+class _Collector:
+    """Shared by every machine instance of one run: caches, budget, what was seen."""
+
+    def __init__(self, cfg: ExploreConfig, model: Model, targets: frozenset[str],
+                 deadline: float | None, progress: Callable[[int], None] | None):
+        from icecheck.traces.execute import judge, reached
+
+        self.cfg, self.model, self.targets = cfg, model, targets
+        self.deadline = deadline
+        self.progress = progress
+        self._judge, self._reached = judge, reached
+        self.nodes: dict[tuple[str, ...], tuple[State, list[Action]]] = {}
+        self.verdicts: dict[tuple[str, ...], tuple[list, list]] = {}
+        init = model.initial()
+        self.nodes[()] = (init, model.actions(init))
+        self.failure: tuple[list[str], list] | None = None
+        self.allowed: dict[str, int] = {}
+        self.allowed_examples: dict[str, list[str]] = {}
+        self.reached: set[str] = set()
+        self.examples = 0
+        self.timed_out = False
+
+    @property
+    def active(self) -> bool:
+        """Generate steps? Not once the time budget is spent (but always while shrinking)."""
+        if self.failure is not None or self.deadline is None:
+            return True
+        if time.monotonic() < self.deadline:
+            return True
+        self.timed_out = True
+        return False
+
+    def node(self, path: tuple[str, ...]) -> tuple[State, list[Action]]:
+        got = self.nodes.get(path)
+        if got is None:
+            state, _ = self.node(path[:-1])
+            state = self.model.step(state, Action.parse(path[-1]))
+            got = (state, self.model.actions(state))
+            self.nodes[path] = got
+        return got
+
+    def check(self, path: tuple[str, ...]) -> None:
+        verdict = self.verdicts.get(path)
+        if verdict is None:
+            state, _ = self.node(path)
+            j = self._judge(self.cfg, self.model, state)
+            self.reached |= self._reached(self.model, state, self.cfg.key)
+            failing = list(j.unexpected) + [v for v, _ in j.expected if v.property in self.targets]
+            for v, _ in j.expected:
+                self.allowed[v.property] = self.allowed.get(v.property, 0) + 1
+                self.allowed_examples.setdefault(v.property, list(path))
+            verdict = (failing, j.unexpected)
+            self.verdicts[path] = verdict
+        failing, unexpected = verdict
+        if failing:
+            self.failure = (list(path), failing)
+            raise PropertyViolated("; ".join(f"{v.property}: {v.message}" for v in failing))
+
+
+def _machine(col: _Collector) -> type[RuleBasedStateMachine]:
+    class IcecheckMachine(RuleBasedStateMachine):
+        """The model, one action per step; the properties as an invariant."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.path: tuple[str, ...] = ()
+            col.examples += 1
+            if col.progress is not None:
+                col.progress(col.examples)
+
+        def _enabled(self) -> list[Action]:
+            return col.node(self.path)[1]
+
+        @precondition(lambda self: bool(self._enabled()) and col.active)
+        @rule(data=st.data())
+        def step(self, data) -> None:
+            actions = self._enabled()
+            i = data.draw(st.integers(0, len(actions) - 1), label="action")
+            self.path = self.path + (str(actions[i]),)
+
+        @precondition(lambda self: not (bool(self._enabled()) and col.active))
+        @rule()
+        def idle(self) -> None:
+            """A final state (or the time budget is spent): nothing to do."""
+
+        @invariant()
+        def properties_hold(self) -> None:
+            col.check(self.path)
+
+    return IcecheckMachine
+
+
+def step_bound(cfg: ExploreConfig, model: Model) -> int:
+    """An upper bound on the number of actions of one run (fused local steps)."""
+    retries = model.table.max_retries
+    per_op = 1 + 2 * (retries + 1) + (1 if cfg.crashes else 0)
+    return max(1, sum(len(prog) for prog in cfg.writers) * per_op)
+
+
+def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
+            max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int = 0,
+            time_budget: float | None = None, targets: tuple[str, ...] = (),
+            progress: Callable[[int], None] | None = None,
+            shrink: bool = True) -> ExploreResult:
+    """Explore ``cfg`` with Hypothesis; on a failure, return a canonical minimal trace."""
+    from icecheck.traces.canonical import shrink as shrink_trace
+    from icecheck.traces.execute import build_trace, model_for
+
+    name = PROFILES.get(hypothesis_profile, hypothesis_profile)
+    model = model_for(cfg)
+    start = time.monotonic()
+    deadline = start + time_budget if time_budget is not None else None
+    col = _Collector(cfg, model, frozenset(targets), deadline, progress)
+    machine = _machine(col)
+    machine._hypothesis_internal_use_seed = seed      # what @seed(...) sets
+    run_settings = settings(settings.get_profile(name), max_examples=max_examples,
+                            stateful_step_count=step_bound(cfg, model))
+    result = ExploreResult(cfg, hypothesis_profile, seed, max_examples)
+    try:
+        with with_reporter(lambda _msg: None):
+            run_state_machine_as_test(machine, settings=run_settings)
+    except Exception:
+        if col.failure is None:
+            raise
+    result.elapsed = time.monotonic() - start
+    result.examples, result.states = col.examples, len(col.nodes)
+    result.timed_out = col.timed_out
+    result.allowed, result.allowed_examples = col.allowed, col.allowed_examples
+    result.reached = col.reached
+    if col.failure is not None:
+        actions, failing = col.failure
+        unexpected = [v for v in failing if v in col.verdicts[tuple(actions)][1]]
+        chosen = (unexpected or failing)[0]
+        result.property, result.unexpected = chosen.property, bool(unexpected)
+        result.hypothesis_actions = actions
+        if shrink:
+            s_cfg, s_actions = shrink_trace(cfg, actions, chosen.property)
+        else:
+            s_cfg, s_actions = cfg, actions
+        result.trace = build_trace(
+            s_cfg, s_actions, property=chosen.property,
+            trace_id=trace_name(s_cfg, chosen.property),
+            title=f"{chosen.property} under {cfg.profile} ({cfg.catalog}, v{cfg.format_version})",
+            found_by={"engine": "hypothesis", "hypothesis_profile": hypothesis_profile,
+                      "seed": seed, "max_examples": max_examples,
+                      "explored_config": cfg.name,
+                      "hypothesis_actions": actions})
+        result.elapsed = time.monotonic() - start
+    return result
+
+
+def trace_name(cfg: ExploreConfig, prop: str) -> str:
+    profile = cfg.profile.replace("spark-3.5-", "").replace(".", "_")
+    return f"{prop}-v{cfg.format_version}-{profile}-{cfg.catalog}".replace("_", "-")
