@@ -129,12 +129,12 @@ def run_scenarios(progress) -> list[Case]:
     return cases
 
 
-def run_corpus(progress) -> list[Case]:
-    from icecheck.cli.commands_traces import corpus_files
+def run_corpus(progress, corpus: str | None = None) -> list[Case]:
+    from icecheck.cli.commands_traces import corpus_files, expand_traces
     from icecheck.traces.replay import replay_file
 
     cases = []
-    paths = corpus_files()
+    paths = expand_traces((corpus,)) if corpus else corpus_files()
     for i, path in enumerate(paths, 1):
         t = time.monotonic()
         r = replay_file(path)
@@ -242,9 +242,11 @@ def markdown(cases: list[Case], elapsed: float, budget: float) -> str:
               show_default=True, help="Where to write junit.xml and report.md.")
 @click.option("--explorations", "explorations_path", default=None, metavar="FILE",
               help="Exploration list (default: engines/default_explorations.yaml).")
+@click.option("--corpus", "corpus", default=None, metavar="DIR",
+              help="Trace corpus to replay (default: the traces/*.json shipped with icecheck).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def check(time_budget: float, reports_dir: str, explorations_path: str | None,
-          as_json: bool) -> None:
+          corpus: str | None, as_json: bool) -> None:
     """The CI gate: the scenario suite, replay of the trace corpus, and the default
     explorations. Exit 1 if an expectation fails, a trace drifts or a must-hold property is
     violated."""
@@ -259,7 +261,7 @@ def check(time_budget: float, reports_dir: str, explorations_path: str | None,
     try:
         entries = load_explorations(explorations_path or explorations_file())
         cases = run_scenarios(progress)
-        cases += run_corpus(progress)
+        cases += run_corpus(progress, corpus)
     except InputError as e:
         fail_input(e)
     cases += run_explorations(entries, deadline, progress)

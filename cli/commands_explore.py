@@ -63,12 +63,13 @@ def save_trace(doc: dict, folder: str) -> str:
               help="Stop generating after SECONDS (shrinking a found failure still finishes).")
 @click.option("--hypothesis-profile", type=click.Choice(["ci", "dev"]), default="ci",
               show_default=True, help="Hypothesis settings profile.")
-@click.option("--target", "targets", multiple=True, metavar="PROPERTY",
-              help="Also stop on (and shrink) this property when it is an allowed anomaly.")
+@click.option("--property", "properties", multiple=True, metavar="PROPERTY",
+              help="Hunt only this property (repeatable): stop on any violation of it, even "
+                   "an allowed one, and shrink it into a trace.")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the minimal trace here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
-            max_examples, seed, time_budget, hypothesis_profile, targets, save_dir,
+            max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
             as_json) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
@@ -80,6 +81,11 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
     from icecheck.engines.hypothesis_engine import explore as run_explore
 
     kinds = tuple(k.strip() for k in mix.split(",") if k.strip())
+    from icecheck.properties import PROPERTIES
+    for p in properties:
+        if p not in PROPERTIES:
+            fail_input(InputError(f"unknown property {p!r}; expected one of "
+                                  f"{', '.join(PROPERTIES)}", "--property"))
     try:
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
                          faults, crashes)
@@ -91,36 +97,40 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
     with progress:
         result = run_explore(cfg, hypothesis_profile=hypothesis_profile,
                              max_examples=max_examples, seed=seed, time_budget=time_budget,
-                             targets=targets, progress=update)
-    saved = None
-    if result.trace is not None and save_dir:
-        saved = save_trace(result.trace, save_dir)
+                             properties=properties, progress=update)
+    saved: dict[str, str] = {}
+    if save_dir:
+        for f in result.findings:
+            saved[f.property] = save_trace(f.trace, save_dir)
     if as_json:
         doc = result.as_json()
-        doc["saved_trace"] = saved
+        doc["saved_traces"] = saved
         print(json.dumps(doc, indent=2))
     else:
         report_result(result, saved)
     sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
 
 
-def report_result(result, saved: str | None) -> None:
+def report_result(result, saved: dict[str, str]) -> None:
     cfg = result.config
     err.print(f"{cfg.name}: {result.examples} runs, {result.states} distinct states, "
               f"{result.elapsed:.1f}s (hypothesis profile {result.hypothesis_profile}, "
               f"seed {result.seed})" + (", time budget spent" if result.timed_out else ""))
-    if result.trace is not None:
-        label = ("[bold red]VIOLATED[/]" if result.unexpected else "[yellow]allowed anomaly[/]")
-        out.print(f"{label} {escape(result.property)}: Hypothesis shrank it to "
-                  f"{len(result.hypothesis_actions)} actions; minimal trace has "
-                  f"{len(result.trace['actions'])}: {escape(' '.join(result.trace['actions']))}",
+    for f in result.findings:
+        label = "[bold red]VIOLATED[/]" if f.unexpected else "[yellow]allowed anomaly[/]"
+        out.print(f"\n{label} {escape(f.property)}: Hypothesis shrank it to "
+                  f"{len(f.hypothesis_actions)} actions; the minimal trace has "
+                  f"{len(f.trace['actions'])}: {escape(' '.join(f.trace['actions']))}",
                   markup=True)
-        print_trace(result.trace)
-        if saved:
-            out.print(f"trace saved to {escape(saved)}  (replay: icecheck replay {escape(saved)})",
-                      markup=True)
-    else:
+        print_trace(f.trace)
+        if f.property in saved:
+            out.print(f"trace saved to {escape(saved[f.property])}  "
+                      f"(replay: icecheck replay {escape(saved[f.property])})", markup=True)
+    if not result.failed:
         out.print("[green]no unexpected violation[/]", markup=True)
+    if result.unexpected_seen:
+        out.print("[yellow]unexpected violations of properties not hunted:[/] " + ", ".join(
+            f"{p} ({n} states)" for p, n in sorted(result.unexpected_seen.items())), markup=True)
     if result.allowed:
         out.print("allowed anomalies seen: " + ", ".join(
             f"{p} ({n} states)" for p, n in sorted(result.allowed.items())))

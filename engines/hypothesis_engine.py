@@ -39,16 +39,43 @@ DEFAULT_MAX_EXAMPLES = 500
 settings.register_profile(
     PROFILE_CI, derandomize=True, deadline=None, database=None, print_blob=False,
     max_examples=DEFAULT_MAX_EXAMPLES, suppress_health_check=list(HealthCheck),
-    verbosity=Verbosity.quiet, report_multiple_bugs=False,
+    verbosity=Verbosity.quiet, report_multiple_bugs=True,
     phases=(Phase.explicit, Phase.generate, Phase.shrink))
 settings.register_profile(
     PROFILE_DEV, derandomize=False, deadline=None, print_blob=True,
     max_examples=DEFAULT_MAX_EXAMPLES, suppress_health_check=list(HealthCheck),
-    verbosity=Verbosity.quiet, report_multiple_bugs=False)
+    verbosity=Verbosity.quiet, report_multiple_bugs=True)
 
 
 class PropertyViolated(AssertionError):
-    """Raised by the invariant: an unexpected (or targeted) violation."""
+    """Raised by the invariant: an unexpected (or hunted) violation."""
+
+
+_EXCEPTIONS: dict[str, type[PropertyViolated]] = {}
+
+
+def _exception_for(prop: str) -> type[PropertyViolated]:
+    """One exception class per property, so Hypothesis treats each violated property as a
+    distinct bug and shrinks each on its own (``report_multiple_bugs``)."""
+    if prop not in _EXCEPTIONS:
+        _EXCEPTIONS[prop] = type(f"{prop.title().replace('_', '')}Violated",
+                                 (PropertyViolated,), {"property": prop})
+    return _EXCEPTIONS[prop]
+
+
+@dataclass
+class Finding:
+    property: str
+    unexpected: bool
+    hypothesis_actions: list[str]
+    trace: dict | None = None
+
+    def as_json(self) -> dict:
+        return {"property": self.property, "unexpected": self.unexpected,
+                "hypothesis_actions": self.hypothesis_actions,
+                "trace_id": self.trace["id"] if self.trace else None,
+                "trace_actions": self.trace["actions"] if self.trace else None,
+                "explanation": self.trace["explanation"] if self.trace else None}
 
 
 @dataclass
@@ -61,17 +88,29 @@ class ExploreResult:
     states: int = 0
     elapsed: float = 0.0
     timed_out: bool = False
-    property: str | None = None           # the property of the failure, if any
-    unexpected: bool = False              # that property was unexpected (must hold)
-    hypothesis_actions: list[str] = field(default_factory=list)   # Hypothesis's shrunk list
-    trace: dict | None = None             # the canonical, minimal trace
+    findings: list[Finding] = field(default_factory=list)   # one per violated property
     allowed: dict[str, int] = field(default_factory=dict)         # property -> states seen
     allowed_examples: dict[str, list[str]] = field(default_factory=dict)
     reached: set[str] = field(default_factory=set)
+    unexpected_seen: dict[str, int] = field(default_factory=dict)
 
     @builtins.property
     def failed(self) -> bool:
-        return self.property is not None and self.unexpected
+        """Did a property that must hold fail?"""
+        return any(f.unexpected for f in self.findings)
+
+    @builtins.property
+    def finding(self) -> Finding | None:
+        """The primary finding: unexpected first, then in the order of PROPERTIES."""
+        return self.findings[0] if self.findings else None
+
+    @builtins.property
+    def property(self) -> str | None:
+        return self.finding.property if self.finding else None
+
+    @builtins.property
+    def trace(self) -> dict | None:
+        return self.finding.trace if self.finding else None
 
     def as_json(self) -> dict:
         return {
@@ -80,11 +119,10 @@ class ExploreResult:
             "hypothesis_profile": self.hypothesis_profile, "seed": self.seed,
             "max_examples": self.max_examples, "examples": self.examples,
             "states": self.states, "elapsed_s": round(self.elapsed, 3),
-            "timed_out": self.timed_out, "property": self.property,
-            "unexpected": self.unexpected, "hypothesis_actions": self.hypothesis_actions,
-            "trace_actions": self.trace["actions"] if self.trace else None,
-            "explanation": self.trace["explanation"] if self.trace else None,
+            "timed_out": self.timed_out, "failed": self.failed,
+            "findings": [f.as_json() for f in self.findings],
             "allowed": dict(sorted(self.allowed.items())),
+            "unexpected_outside_hunt": dict(sorted(self.unexpected_seen.items())),
             "reached": sorted(self.reached),
         }
 
@@ -92,21 +130,24 @@ class ExploreResult:
 class _Collector:
     """Shared by every machine instance of one run: caches, budget, what was seen."""
 
-    def __init__(self, cfg: ExploreConfig, model: Model, targets: frozenset[str],
+    def __init__(self, cfg: ExploreConfig, model: Model, hunt: frozenset[str],
                  deadline: float | None, progress: Callable[[int], None] | None):
         from icecheck.traces.execute import judge, reached
 
-        self.cfg, self.model, self.targets = cfg, model, targets
+        self.cfg, self.model, self.hunt = cfg, model, hunt
         self.deadline = deadline
         self.progress = progress
         self._judge, self._reached = judge, reached
         self.nodes: dict[tuple[str, ...], tuple[State, list[Action]]] = {}
-        self.verdicts: dict[tuple[str, ...], tuple[list, list]] = {}
+        self.verdicts: dict[tuple[str, ...], tuple[list, set[str]]] = {}
         init = model.initial()
         self.nodes[()] = (init, model.actions(init))
-        self.failure: tuple[list[str], list] | None = None
+        # property -> (path, unexpected?) of the last failing run (Hypothesis replays each
+        # distinct bug's shrunk example last, so this ends as the shrunk one)
+        self.failures: dict[str, tuple[list[str], bool]] = {}
         self.allowed: dict[str, int] = {}
         self.allowed_examples: dict[str, list[str]] = {}
+        self.unexpected_seen: dict[str, int] = {}   # unexpected, but outside --property
         self.reached: set[str] = set()
         self.examples = 0
         self.timed_out = False
@@ -114,7 +155,7 @@ class _Collector:
     @property
     def active(self) -> bool:
         """Generate steps? Not once the time budget is spent (but always while shrinking)."""
-        if self.failure is not None or self.deadline is None:
+        if self.failures or self.deadline is None:
             return True
         if time.monotonic() < self.deadline:
             return True
@@ -136,16 +177,29 @@ class _Collector:
             state, _ = self.node(path)
             j = self._judge(self.cfg, self.model, state)
             self.reached |= self._reached(self.model, state, self.cfg.key)
-            failing = list(j.unexpected) + [v for v, _ in j.expected if v.property in self.targets]
+            unexpected = {v.property for v in j.unexpected}
+            if self.hunt:
+                failing = [v for v in j.violations if v.property in self.hunt]
+                for p in unexpected - self.hunt:
+                    self.unexpected_seen[p] = self.unexpected_seen.get(p, 0) + 1
+            else:
+                failing = list(j.unexpected)
             for v, _ in j.expected:
                 self.allowed[v.property] = self.allowed.get(v.property, 0) + 1
                 self.allowed_examples.setdefault(v.property, list(path))
-            verdict = (failing, j.unexpected)
+            verdict = (failing, unexpected)
             self.verdicts[path] = verdict
         failing, unexpected = verdict
         if failing:
-            self.failure = (list(path), failing)
-            raise PropertyViolated("; ".join(f"{v.property}: {v.message}" for v in failing))
+            first = min(failing, key=lambda v: (v.property not in unexpected, _order(v.property)))
+            self.failures[first.property] = (list(path), first.property in unexpected)
+            raise _exception_for(first.property)(
+                "; ".join(f"{v.property}: {v.message}" for v in failing))
+
+
+def _order(prop: str) -> int:
+    from icecheck.properties import PROPERTIES
+    return PROPERTIES.index(prop) if prop in PROPERTIES else len(PROPERTIES)
 
 
 def _machine(col: _Collector) -> type[RuleBasedStateMachine]:
@@ -190,10 +244,15 @@ def step_bound(cfg: ExploreConfig, model: Model) -> int:
 
 def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
             max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int = 0,
-            time_budget: float | None = None, targets: tuple[str, ...] = (),
+            time_budget: float | None = None, properties: tuple[str, ...] = (),
             progress: Callable[[int], None] | None = None,
             shrink: bool = True) -> ExploreResult:
-    """Explore ``cfg`` with Hypothesis; on a failure, return a canonical minimal trace."""
+    """Explore ``cfg`` with Hypothesis; return a canonical minimal trace per violated property.
+
+    Without ``properties``, a run fails on any unexpected (must-hold) violation. With them, it
+    hunts those properties only: it fails on any violation of them, allowed or not (so an
+    allowed anomaly can be shrunk into a trace), and counts the other unexpected ones.
+    """
     from icecheck.traces.canonical import shrink as shrink_trace
     from icecheck.traces.execute import build_trace, model_for
 
@@ -201,7 +260,7 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
     model = model_for(cfg)
     start = time.monotonic()
     deadline = start + time_budget if time_budget is not None else None
-    col = _Collector(cfg, model, frozenset(targets), deadline, progress)
+    col = _Collector(cfg, model, frozenset(properties), deadline, progress)
     machine = _machine(col)
     machine._hypothesis_internal_use_seed = seed      # what @seed(...) sets
     run_settings = settings(settings.get_profile(name), max_examples=max_examples,
@@ -211,32 +270,28 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
         with with_reporter(lambda _msg: None):
             run_state_machine_as_test(machine, settings=run_settings)
     except Exception:
-        if col.failure is None:
+        if not col.failures:
             raise
-    result.elapsed = time.monotonic() - start
     result.examples, result.states = col.examples, len(col.nodes)
     result.timed_out = col.timed_out
     result.allowed, result.allowed_examples = col.allowed, col.allowed_examples
+    result.unexpected_seen = col.unexpected_seen
     result.reached = col.reached
-    if col.failure is not None:
-        actions, failing = col.failure
-        unexpected = [v for v in failing if v in col.verdicts[tuple(actions)][1]]
-        chosen = (unexpected or failing)[0]
-        result.property, result.unexpected = chosen.property, bool(unexpected)
-        result.hypothesis_actions = actions
+    for prop, (actions, unexpected) in sorted(
+            col.failures.items(), key=lambda kv: (not kv[1][1], _order(kv[0]))):
+        finding = Finding(prop, unexpected, actions)
         if shrink:
-            s_cfg, s_actions = shrink_trace(cfg, actions, chosen.property)
+            s_cfg, s_actions = shrink_trace(cfg, actions, prop)
         else:
             s_cfg, s_actions = cfg, actions
-        result.trace = build_trace(
-            s_cfg, s_actions, property=chosen.property,
-            trace_id=trace_name(s_cfg, chosen.property),
-            title=f"{chosen.property} under {cfg.profile} ({cfg.catalog}, v{cfg.format_version})",
+        finding.trace = build_trace(
+            s_cfg, s_actions, property=prop, trace_id=trace_name(s_cfg, prop),
+            title=f"{prop} under {cfg.profile} ({cfg.catalog}, v{cfg.format_version})",
             found_by={"engine": "hypothesis", "hypothesis_profile": hypothesis_profile,
                       "seed": seed, "max_examples": max_examples,
-                      "explored_config": cfg.name,
-                      "hypothesis_actions": actions})
-        result.elapsed = time.monotonic() - start
+                      "explored_config": cfg.name, "hypothesis_actions": actions})
+        result.findings.append(finding)
+    result.elapsed = time.monotonic() - start
     return result
 
 

@@ -117,7 +117,7 @@ def build_seeds(progress=print) -> dict[str, dict]:
     for seed in SEEDS:
         progress(f"exploring {seed.name}: {seed.config.name}")
         r = explore(seed.config, max_examples=seed.max_examples, seed=0,
-                    targets=seed.properties)
+                    properties=seed.properties)
         if r.trace is None or r.property not in seed.properties:
             raise SystemExit(f"seed {seed.name}: the exploration found "
                              f"{r.property or 'nothing'}, expected one of {seed.properties}")

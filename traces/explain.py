@@ -177,11 +177,12 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
     if prop is not None:
         v = next(v for v in judgement.violations if v.property == prop)
         expectation = judgement.expectation_of(prop)
-        status = ("UNEXPECTED: must hold" if expectation is None else
-                  f"{getattr(expectation, 'status', 'allowed')}: "
-                  f"{getattr(expectation, 'reason', '')}")
-        text += f" Violated: {prop}: {v.message} [{status} under {cfg.profile}, {cfg.catalog}, " \
-                f"v{cfg.format_version}]"
+        where = f"{cfg.profile}, {cfg.catalog}, v{cfg.format_version}"
+        if expectation is None or getattr(expectation, "status", None) != "allowed":
+            status = f"UNEXPECTED: must hold under {where}"
+        else:
+            status = f"allowed under {where}: {getattr(expectation, 'reason', '')}"
+        text += f" Violated: {prop}: {v.message} [{status}]"
     else:
         rejected = [f"{w.name}'s {h.intent} ({h.outcome}: {h.message})"
                     for w in run.final.writers for h in w.history
