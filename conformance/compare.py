@@ -134,9 +134,14 @@ class Comparison:
                 if o.model_outcome != o.java_outcome:
                     return ("outcome", o.kind, o.model_outcome, o.java_outcome,
                             _coarse(o.java_message))
-                return ("message", o.kind, _coarse(o.model_message), _coarse(o.java_message))
-        if self.differences:
-            return ("live", self.differences[0].split(":")[0])
+                return ("message", o.kind)
+        if self.model_live is not None and self.java_live is not None:
+            for i, what in enumerate(("data files", "delete files")):
+                model, java = set(self.model_live[i]), set(self.java_live[i])
+                if model != java:
+                    side = ("java keeps more" if java > model else
+                            "model keeps more" if model > java else "both differ")
+                    return ("live", what, side)
         return ()
 
 

@@ -326,7 +326,7 @@ def _compare_doc(doc: dict, catalog: str | None, allowlist) -> Comparison | None
 
 def run_differential(n: int, seed: int, *, catalog: str | None = None, allowlist=None,
                      shrink: bool = True, max_findings: int = 5,
-                     shrink_budget_s: float = 240.0, save_dir: str | None = None,
+                     shrink_budget_s: float = 120.0, save_dir: str | None = None,
                      derandomize: bool = False,
                      progress: Callable[[int, Comparison | None], None] | None = None
                      ) -> DifferentialResult:
@@ -416,18 +416,136 @@ def _shrink(f: Finding, seed: int, n: int, catalog, allowlist, budget_s: float) 
         return True
 
     try:
-        doc = find(scenario_docs(), same,
-                   settings=settings(max_examples=max(n, 200), database=None, deadline=None,
-                                     phases=[Phase.generate, Phase.shrink],
-                                     suppress_health_check=list(HealthCheck)),
-                   random=random.Random(seed))
-        c = _compare_doc(doc, catalog, allowlist)
-        if c is not None and _doc_size(doc) <= best["size"]:
-            best.update(doc=doc, cmp=c, size=_doc_size(doc))
+        if budget_s > 0:
+            doc = find(scenario_docs(), same,
+                       settings=settings(max_examples=max(n, 200), database=None,
+                                         deadline=None, phases=[Phase.generate, Phase.shrink],
+                                         suppress_health_check=list(HealthCheck)),
+                       random=random.Random(seed))
+            c = _compare_doc(doc, catalog, allowlist)
+            if c is not None and _doc_size(doc) <= best["size"]:
+                best.update(doc=doc, cmp=c, size=_doc_size(doc))
     except (NoSuchExample, _Budget):
+        pass
+    # Hypothesis' shrinker works on the choice sequence; the file pools make some of its
+    # moves impossible, so finish with a greedy reduction of the document itself.
+    t1 = time.perf_counter()
+    try:
+        reduce_doc(best["doc"], same_untimed(f.signature, catalog, allowlist, best),
+                   deadline=t1 + budget_s / 2)
+    except _Budget:
         pass
     f.minimal_doc, f.minimal = best["doc"], best["cmp"]
     f.shrink_seconds = time.perf_counter() - t0
+
+
+def _signature(c: Comparison | None) -> tuple | None:
+    if c is None:
+        return None
+    if c.status == DISAGREE:
+        return c.signature()
+    if c.status == ERROR:
+        return ("error", c.reason)
+    return ()
+
+
+def same_untimed(signature, catalog, allowlist, best):
+    def pred(doc) -> bool:
+        c = _compare_doc(doc, catalog, allowlist)
+        if _signature(c) != signature:
+            return False
+        size = _doc_size(doc)
+        if size <= best["size"]:
+            best.update(doc=doc, cmp=c, size=size)
+        return True
+    return pred
+
+
+def _candidates(doc: dict):
+    """Smaller variants of a scenario document, biggest cuts first."""
+    import copy
+
+    steps = doc["steps"]
+    # 1. drop a step (a begin together with its commit)
+    for i, s in enumerate(steps):
+        d = copy.deepcopy(doc)
+        w = s.get("begin") or (s["commit"] if isinstance(s.get("commit"), str) else None)
+        if w:
+            d["steps"] = [t for t in d["steps"]
+                          if t.get("begin") != w and t.get("commit") != w]
+        else:
+            del d["steps"][i]
+        if d["steps"]:
+            yield d
+    # 2. drop files nobody references
+    used = set()
+    for s in steps:
+        op = s["commit"] if isinstance(s.get("commit"), dict) else s
+        for key in ("add", "delete", "add_deletes", "remove_deletes"):
+            used.update(op.get(key, []) or [])
+    for name, f in doc["files"].items():
+        if name in used:
+            for t, _ in f.get("deletes", []):
+                used.add(t)
+    unused = [n for n in doc["files"] if n not in used]
+    if unused:
+        d = copy.deepcopy(doc)
+        for n in unused:
+            del d["files"][n]
+        yield d
+    # 3. drop one file from an operation, one validation switch, a row filter
+    for i, s in enumerate(steps):
+        op = s["commit"] if isinstance(s.get("commit"), dict) else s
+        if "op" not in op:
+            continue
+        for key in ("add", "delete", "add_deletes", "remove_deletes"):
+            for name in list(op.get(key, []) or []):
+                d = copy.deepcopy(doc)
+                dop = d["steps"][i]["commit"] if isinstance(d["steps"][i].get("commit"), dict) \
+                    else d["steps"][i]
+                dop[key] = [x for x in dop[key] if x != name]
+                if not dop[key]:
+                    del dop[key]
+                yield d
+        for key in list((op.get("validate") or {}).keys()) + (["row_filter"] if "row_filter" in op else []):
+            d = copy.deepcopy(doc)
+            dop = d["steps"][i]["commit"] if isinstance(d["steps"][i].get("commit"), dict) \
+                else d["steps"][i]
+            if key == "row_filter":
+                del dop["row_filter"]
+            else:
+                del dop["validate"][key]
+                if not dop["validate"]:
+                    del dop["validate"]
+            yield d
+    # 4. drop a row of a data file (the last one: keeps delete positions valid more often)
+    for name, f in doc["files"].items():
+        if len(f.get("rows", [])) > 1 and "content" not in f:
+            d = copy.deepcopy(doc)
+            d["files"][name]["rows"] = d["files"][name]["rows"][:-1]
+            yield d
+    # 5. no partition spec
+    if doc["table"].get("partition_spec"):
+        d = copy.deepcopy(doc)
+        del d["table"]["partition_spec"]
+        for f in d["files"].values():
+            f.pop("partition", None)
+        yield d
+
+
+def reduce_doc(doc: dict, pred, deadline: float) -> dict:
+    """Greedy reduction: apply the first smaller variant that keeps ``pred``, until none does."""
+    current = doc
+    progress = True
+    while progress:
+        progress = False
+        for cand in _candidates(current):
+            if time.perf_counter() > deadline:
+                raise _Budget()
+            if _doc_size(cand) < _doc_size(current) and pred(cand):
+                current, progress = cand, True
+                break
+    return current
 
 
 def save_findings(res: DifferentialResult, save_dir: str) -> None:

@@ -1,0 +1,94 @@
+"""The expectation table (expectations.yaml) and the reachability events."""
+
+import pytest
+
+from _props_util import explore, model_of, run
+
+from icecheck.properties import (EVENTS, PROPERTIES, SITUATIONS, Expectation, Violation,
+                                 expectation, reached, split_expected)
+from icecheck.properties.expectations import load_rules
+
+
+def v(prop, severity="violation", **details):
+    return Violation(prop, "m", severity, details)
+
+
+def test_table_is_well_formed():
+    rules = load_rules()
+    assert rules and all(r["reason"] for r in rules)
+    assert set(SITUATIONS) == set(PROPERTIES)
+    assert all(e in EVENTS for evs in SITUATIONS.values() for e in evs)
+
+
+@pytest.mark.parametrize("profile", ["spark-3.5-cow-serializable", "spark-3.5-mor-serializable",
+                                     "pyiceberg-0.12-serializable"])
+def test_serializable_profiles_allow_no_cycle(profile):
+    for anomaly in ("G0", "G1c", "G-single", "G2-item"):
+        e = expectation(profile, "cas", 2, v("isolation", anomaly=anomaly, on_absent_keys=True))
+        assert e.status == "must_hold"
+
+
+def test_snapshot_profiles():
+    p = "spark-3.5-mor-snapshot"
+    assert expectation(p, "cas", 2, v("isolation", anomaly="G2-item")).status == "allowed"
+    assert expectation(p, "cas", 2, v("isolation", anomaly="G-single",
+                                      on_absent_keys=True)).status == "allowed"
+    # the Vanlightly undelete: G-single on an existing key, and an undelete: must hold
+    assert expectation(p, "cas", 2, v("isolation", anomaly="G-single",
+                                      on_absent_keys=False)).status == "must_hold"
+    assert expectation(p, "cas", 2, v("undelete")).status == "must_hold"
+    e = expectation(p, "cas", 2, v("duplicate_keys", inserted_concurrently=True))
+    assert e.status == "allowed" and "no primary keys" in e.reason
+    assert expectation(p, "cas", 2, v("duplicate_keys", inserted_concurrently=False)).status == "must_hold"
+
+
+def test_catalog_and_format_rules():
+    e = expectation("spark-3.5-cow-serializable", "last_writer_wins", 2,
+                    v("lost_write", level="catalog"))
+    assert e == Expectation("allowed", e.reason) and "not a compare-and-swap" in e.reason
+    assert expectation("spark-3.5-cow-serializable", "cas", 2,
+                       v("lost_write", level="catalog")).status == "must_hold"
+    assert expectation("spark-3.5-mor-snapshot", "cas", 2,
+                       v("dangling_deletes", "finding", content="position_deletes",
+                         classification="harmless")).status == "allowed"
+    assert expectation("no-validation", "cas", 3,
+                       v("dangling_deletes", content="dv", classification="dv")).status == "must_hold"
+    assert expectation("no-validation", "cas", 2, v("undelete")).status == "allowed"
+    assert expectation("no-validation", "cas", 2, v("metadata_integrity")).status == "must_hold"
+    assert expectation("no-validation", "cas", 2, v("isolation", anomaly="G1c")).status == "must_hold"
+
+
+def test_split_expected():
+    vs = [v("undelete"), v("isolation", anomaly="G2-item")]
+    un, allowed = split_expected("spark-3.5-cow-snapshot", "cas", 2, vs)
+    assert un == [vs[0]] and allowed[0][0] == vs[1] and allowed[0][1].status == "allowed"
+
+
+def test_every_sometimes_event_is_reached():
+    events = set()
+    configs = [
+        dict(profile="spark-3.5-mor-snapshot", writers=2,
+             mix=("delete", "update", "insert", "merge", "compact"), faults=True, crashes=True),
+        dict(profile="spark-3.5-mor-serializable", writers=2, mix=("delete", "update"),
+             format_version=3),
+        dict(profile="spark-3.5-cow-snapshot", writers=3, mix=("delete", "merge")),
+        dict(profile="spark-3.5-cow-serializable", writers=2, mix=("insert",),
+             catalog="last_writer_wins"),
+        dict(profile="spark-3.5-cow-serializable", writers=2, mix=("insert",),
+             properties={"commit.retry.num-retries": 0}),
+    ]
+    for kw in configs:
+        profile = kw.pop("profile")
+        cfg, m = model_of(profile, **kw)
+        for s, _ in explore(cfg, m):
+            events |= reached(m, s)
+    assert set(EVENTS) - events == set()
+
+
+def test_reached_on_a_lost_race():
+    cfg, m = model_of("spark-3.5-cow-serializable", mix=("insert",))
+    s = run(m, ["w1.begin", "w2.begin", "w1.refresh", "w2.refresh", "w1.cas", "w2.cas",
+                "w2.refresh", "w2.cas"])
+    ev = reached(m, s)
+    assert {"commit", "lost_race", "retry_committed", "shared_base",
+            "concurrent_committed_writes", "commit_from_stale_base"} <= ev

@@ -1,0 +1,23 @@
+"""Findings: violations the properties report where the expectation table says they must hold.
+They are reported, never allowed away (see the report for the discussion)."""
+
+from _props_util import model_of, run
+
+from icecheck.properties import evaluate, split_expected
+
+
+def test_mor_serializable_v2_concurrent_deletes_of_one_row_both_commit():
+    """Spark merge-on-read DELETE enables no delete-file check even under serializable, so two
+    DELETEs of the same row both commit (format v2): a G-single (lost update) cycle. The table
+    is the same as a serial order's (the row is gone), but the second DELETE reported deleting a
+    row that was already deleted."""
+    cfg, m = model_of("spark-3.5-mor-serializable", mix=("delete",))
+    s = run(m, ["w1.begin", "w2.begin", "w1.refresh", "w1.cas", "w2.refresh", "w2.cas"])
+    assert [r.outcome for w in s.writers for r in w.history] == ["committed", "committed"]
+    un, _ = split_expected(cfg.profile, cfg.catalog, 2, evaluate(m, s))
+    assert [(x.property, x.details["anomaly"], x.details["equivalent_writes"]) for x in un] == [
+        ("isolation", "G-single", True)]
+    # format v3: the concurrent DV is detected, the second DELETE aborts
+    cfg, m = model_of("spark-3.5-mor-serializable", mix=("delete",), format_version=3)
+    s = run(m, ["w1.begin", "w2.begin", "w1.refresh", "w1.cas", "w2.refresh"])
+    assert s.writer("w2").history[-1].outcome == "validation_failed"
