@@ -144,7 +144,8 @@ def run_corpus(progress, corpus: str | None = None) -> list[Case]:
     return cases
 
 
-def run_explorations(entries: list[Exploration], deadline: float, progress) -> list[Case]:
+def run_explorations(entries: list[Exploration], deadline: float, progress,
+                     strict: bool = False) -> list[Case]:
     from icecheck.engines.hypothesis_engine import explore
     from icecheck.traces.timeline import render_text
 
@@ -164,7 +165,15 @@ def run_explorations(entries: list[Exploration], deadline: float, progress) -> l
                 + (f"; allowed: {', '.join(f'{p} ({n})' for p, n in sorted(r.allowed.items()))}"
                    if r.allowed else "")
                 + f"; reached: {', '.join(sorted(r.reached)) or 'none'}")
-        if r.failed:
+        bad = [f for f in r.findings if f.unexpected]
+        if r.failed and not strict and all(f.known for f in bad):
+            refs = ", ".join(f"{f.property} (corpus {(f.trace.get('expectation') or {}).get('trace', '?')})"
+                             for f in bad)
+            cases.append(Case("explorations", x.id, "passed", r.elapsed,
+                              f"KNOWN FINDING reproduced, still a violation: {refs}: "
+                              f"{bad[0].trace['explanation']}; {note}",
+                              render_text(bad[0].trace)))
+        elif r.failed:
             cases.append(Case("explorations", x.id, "failed", r.elapsed,
                               f"unexpected {r.property}: {r.trace['explanation']}",
                               render_text(r.trace) + "\n" + json.dumps(r.trace["actions"])))
@@ -244,9 +253,12 @@ def markdown(cases: list[Case], elapsed: float, budget: float) -> str:
               help="Exploration list (default: engines/default_explorations.yaml).")
 @click.option("--corpus", "corpus", default=None, metavar="DIR",
               help="Trace corpus to replay (default: the traces/*.json shipped with icecheck).")
+@click.option("--strict", is_flag=True,
+              help="Fail on known findings too (real anomalies recorded in "
+                   "properties/expectations.yaml with their corpus trace).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def check(time_budget: float, reports_dir: str, explorations_path: str | None,
-          corpus: str | None, as_json: bool) -> None:
+          corpus: str | None, strict: bool, as_json: bool) -> None:
     """The CI gate: the scenario suite, replay of the trace corpus, and the default
     explorations. Exit 1 if an expectation fails, a trace drifts or a must-hold property is
     violated."""
@@ -264,7 +276,7 @@ def check(time_budget: float, reports_dir: str, explorations_path: str | None,
         cases += run_corpus(progress, corpus)
     except InputError as e:
         fail_input(e)
-    cases += run_explorations(entries, deadline, progress)
+    cases += run_explorations(entries, deadline, progress, strict)
     elapsed = time.monotonic() - start
     failed = [c for c in cases if c.status == "failed"]
     write_atomic(os.path.join(reports_dir, "junit.xml"), junit_xml(cases))
@@ -276,13 +288,20 @@ def check(time_budget: float, reports_dir: str, explorations_path: str | None,
                            for st in ("passed", "failed", "skipped")}
                        for s in ("scenarios", "corpus", "explorations")},
             "failed": [{"suite": c.suite, "name": c.name, "message": c.message}
-                       for c in failed]}, indent=2))
+                       for c in failed],
+            "known_findings": [{"suite": c.suite, "name": c.name, "message": c.message}
+                               for c in cases if c.message.startswith("KNOWN FINDING")]},
+            indent=2))
     else:
         for c in failed:
             out.print(f"[bold red]FAIL[/] {c.suite}/{escape(c.name)}: {escape(c.message)}",
                       markup=True)
             if c.detail:
                 out.print(escape(c.detail))
+        for c in cases:
+            if c.message.startswith("KNOWN FINDING"):
+                out.print(f"[bold yellow]KNOWN FINDING[/] {c.suite}/{escape(c.name)}: "
+                          f"{escape(c.message[len('KNOWN FINDING '):])}", markup=True)
         for suite in ("scenarios", "corpus", "explorations"):
             cs = [c for c in cases if c.suite == suite]
             out.print(f"{suite}: {sum(c.status == 'passed' for c in cs)} passed, "

@@ -117,7 +117,11 @@ def report_result(result, saved: dict[str, str]) -> None:
               f"{result.elapsed:.1f}s (hypothesis profile {result.hypothesis_profile}, "
               f"seed {result.seed})" + (", time budget spent" if result.timed_out else ""))
     for f in result.findings:
-        label = "[bold red]VIOLATED[/]" if f.unexpected else "[yellow]allowed anomaly[/]"
+        if f.unexpected and f.known:
+            ref = (f.trace.get("expectation") or {}).get("trace", "")
+            label = f"[bold red]VIOLATED[/] (a known finding{', corpus ' + escape(ref) if ref else ''})"
+        else:
+            label = "[bold red]VIOLATED[/]" if f.unexpected else "[yellow]allowed anomaly[/]"
         out.print(f"\n{label} {escape(f.property)}: Hypothesis shrank it to "
                   f"{len(f.hypothesis_actions)} actions; the minimal trace has "
                   f"{len(f.trace['actions'])}: {escape(' '.join(f.trace['actions']))}",

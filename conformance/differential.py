@@ -45,7 +45,8 @@ CATS = ("a", "b")
 FILTERS = ("cat = 'a'", "cat = 'b'", "id < 4", "id >= 4", "cat in ('a', 'b')",
            "cat = 'a' and id < 4", "cat = 'b' or id = 1", "id is null", "not cat = 'a'", "true",
            "false", "id != 2")
-ROW_FILTERS = ("cat = 'a'", "cat = 'b'", "id < 4", "id >= 4", "true", "false")
+ROW_FILTERS = ("cat = 'a'", "cat = 'b'", "id < 4", "id >= 4", "true", "false", "id != 2",
+               "id in (1, 3)", "id is null")
 
 
 # ----------------------------------------------------------------------------- the strategy

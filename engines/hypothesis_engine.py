@@ -70,8 +70,13 @@ class Finding:
     hypothesis_actions: list[str]
     trace: dict | None = None
 
+    @builtins.property
+    def known(self) -> bool:
+        """A recorded known finding (expectations.yaml): still a violation, tolerated by the gate."""
+        return bool(self.trace) and (self.trace.get("expectation") or {}).get("status") == "known_finding"
+
     def as_json(self) -> dict:
-        return {"property": self.property, "unexpected": self.unexpected,
+        return {"property": self.property, "unexpected": self.unexpected, "known_finding": self.known,
                 "hypothesis_actions": self.hypothesis_actions,
                 "trace_id": self.trace["id"] if self.trace else None,
                 "trace_actions": self.trace["actions"] if self.trace else None,

@@ -81,6 +81,14 @@ SEEDS = (
          (Variant("lost-update-merge-mor-serializable-rejected",
                   "the concurrent MERGE upserts under serializable isolation: the second is "
                   "rejected", profile="spark-3.5-mor-serializable"),)),
+    Seed("double-delete-v2-mor-serializable",
+         "a finding: two concurrent merge-on-read DELETEs of the same row both commit under "
+         "serializable isolation (G-single)",
+         mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), 1),
+         ("isolation",),
+         (Variant("double-delete-v3-mor-serializable-rejected",
+                  "the double DELETE on a v3 table (deletion vectors): the second is rejected",
+                  format_version=3),)),
 )
 
 

@@ -110,18 +110,31 @@ class Judgement:
     unexpected: list
     expected: list                     # [(violation, expectation)]
     names: set[str] = field(default_factory=set)
+    known: list = field(default_factory=list)   # [(violation, expectation)]: known findings
 
     def expectation_of(self, prop: str):
-        for v, e in self.expected:
+        for v, e in self.expected + self.known:
             if v.property == prop:
                 return e
         return None
 
+    def known_finding(self, prop: str) -> bool:
+        """Is every unexpected violation of ``prop`` a recorded known finding?"""
+        mine = [v for v in self.unexpected if v.property == prop]
+        known = {id(v) for v, _ in self.known}
+        return bool(mine) and all(id(v) in known for v in mine)
+
 
 def judge(cfg: ExploreConfig, model: Model, state: State) -> Judgement:
+    from icecheck.properties.expectations import KNOWN_FINDING, expectation
     violations = evaluate(model, state, cfg.key)
     unexpected, expected = split(cfg, violations)
-    return Judgement(violations, unexpected, expected, {v.property for v in violations})
+    known = []
+    for v in unexpected:
+        e = expectation(cfg.profile, cfg.catalog, cfg.format_version, v)
+        if e.status == KNOWN_FINDING:
+            known.append((v, e))
+    return Judgement(violations, unexpected, expected, {v.property for v in violations}, known)
 
 
 def build_trace(cfg: ExploreConfig, actions: Iterable[Any], *, property: str | None,
@@ -161,7 +174,9 @@ def build_trace(cfg: ExploreConfig, actions: Iterable[Any], *, property: str | N
         "kind": kind,
         "property": property,
         "expectation": ({"status": getattr(expectation, "status", None),
-                         "reason": getattr(expectation, "reason", None)}
+                         "reason": getattr(expectation, "reason", None),
+                         **({"trace": expectation.trace}
+                            if getattr(expectation, "trace", "") else {})}
                         if expectation is not None else None),
         "config": cfg.as_json(),
         "actions": [str(a) for a in run.actions],

@@ -178,7 +178,11 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
         v = next(v for v in judgement.violations if v.property == prop)
         expectation = judgement.expectation_of(prop)
         where = f"{cfg.profile}, {cfg.catalog}, v{cfg.format_version}"
-        if expectation is None or getattr(expectation, "status", None) != "allowed":
+        status_name = getattr(expectation, "status", None)
+        if status_name == "known_finding":
+            status = (f"UNEXPECTED: must hold under {where}; a known finding: "
+                      f"{getattr(expectation, 'reason', '')}")
+        elif status_name != "allowed":
             status = f"UNEXPECTED: must hold under {where}"
         else:
             status = f"allowed under {where}: {getattr(expectation, 'reason', '')}"
