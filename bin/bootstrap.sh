@@ -11,9 +11,13 @@ icecheck_bootstrap() {
   command -v python3 >/dev/null || { echo "icecheck: python3 (3.11 or later) is required" >&2; exit 2; }
   echo "icecheck: setting up $ICECHECK_VENV${extras:+ with [$extras]} (first run only)..." >&2
   [ -x "$ICECHECK_VENV/bin/python" ] || python3 -m venv "$ICECHECK_VENV"
-  "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >&2
   local spec="$root"
   [ -n "$extras" ] && spec="$root[$extras]"
-  "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$spec" >&2
+  # (This machine's pip configuration names find-links folders that may not exist; pip warns
+  # about each. Those lines are noise; every other message goes through.)
+  "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
+  "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$spec" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
   touch "$stamp"
 }

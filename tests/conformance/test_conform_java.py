@@ -23,6 +23,7 @@ from icecheck.scenarios.format import load_scenario
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FILES = sorted(glob.glob(os.path.join(HERE, "scenarios", "**", "*.yaml"), recursive=True))
+TRACES = sorted(glob.glob(os.path.join(os.path.dirname(HERE), "traces", "*.json")))
 
 # Disagreement kinds the random differential run may meet that are known, reported model gaps
 # (reports/conformance-differential.md). Anything else fails the differential test.
@@ -61,12 +62,26 @@ def test_scenario_agrees_with_java(path, java, allowlist):
     c = compare_scenario(scenario, allowlist=allowlist)
     listed = [e for e in allowlist if e.matches(scenario.id)]
     if c.status == SKIPPED:
+        assert c.reason and len(c.reason) > 10, "a skip must state its reason"
         pytest.skip(c.reason)
     if c.status == ALLOWED:
         pytest.xfail(f"allow-listed: {c.reason} -- " + "; ".join(c.differences))
     assert c.status == AGREE, f"{c.status}: {c.reason or ''}\n" + "\n".join(c.differences)
     assert not listed, (f"{scenario.id} agrees with Java now: remove its entry from "
                         f"conformance/allowlist.yaml ({listed[0].reason})")
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[os.path.basename(t) for t in TRACES])
+def test_trace_agrees_with_java(path, java, allowlist):
+    """A trace (config + actions) rebuilt on the model and its operations replayed on Java."""
+    from icecheck.conformance.compare import compare_trace
+
+    c = compare_trace(path, allowlist=allowlist)
+    if c.status == SKIPPED:
+        pytest.skip(c.reason)
+    if c.status == ALLOWED:
+        pytest.xfail(f"allow-listed: {c.reason}")
+    assert c.status == AGREE, f"{c.status}: {c.reason or ''}\n" + "\n".join(c.differences)
 
 
 def test_message_key_rule():
@@ -78,14 +93,6 @@ def test_message_key_rule():
                          "last known ancestor 2002")[0] == \
         "Cannot determine history between starting snapshot <id> and the last known ancestor <id>"
     assert split_message(None) == (None, None)
-
-
-def test_bad_scenarios_are_skipped_with_reasons(java):
-    """Every skip states why (so a silently skipped suite cannot pass for agreement)."""
-    for path in FILES:
-        c = compare_scenario(load_scenario(path))
-        if c.status == SKIPPED:
-            assert c.reason and len(c.reason) > 10
 
 
 def test_small_differential_run(java, allowlist):
