@@ -44,7 +44,8 @@ def save_trace(doc: dict, folder: str) -> str:
 @main.command()
 @click.option("--engine", type=click.Choice(["hypothesis"]), default="hypothesis",
               show_default=True, help="Exploration engine.")
-@click.option("--profile", required=True, help="Engine profile (see `icecheck profiles`).")
+@click.option("--profile", default=None,
+              help="Engine profile (see `icecheck profiles`); required unless --trace.")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
 @click.option("--ops", type=click.IntRange(1, 9), default=1, show_default=True,
               help="Operations per writer.")
@@ -68,15 +69,27 @@ def save_trace(doc: dict, folder: str) -> str:
                    "an allowed one, and shrink it into a trace.")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the minimal trace here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--interactive", is_flag=True,
+              help="Serve the interleaving explorer on 127.0.0.1 and print its URL "
+                   "(docs/explorer.md); --save-trace DIR is where its page saves traces.")
+@click.option("--trace", metavar="TRACE", help="With --interactive: step through TRACE.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="With --interactive: the port (0: a free one).")
 def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
-            as_json) -> None:
+            as_json, interactive=False, trace=None, port=0) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
     explanation), 0 otherwise (listing the "sometimes" events reached, so a pass is not
     vacuous), 2 on bad arguments.
     """
+    if interactive or trace or profile is None:  # the explorer's page: explorer/cli.py
+        from icecheck.explorer.cli import run_interactive
+        return run_interactive(interactive=interactive, trace=trace, port=port, save_dir=save_dir,
+                               profile=profile, writers=writers, ops=ops, mix=mix, keys=keys,
+                               catalog=catalog, format_version=format_version, faults=faults,
+                               crashes=crashes)
     from icecheck.engines.config import mix_config
     from icecheck.engines.hypothesis_engine import explore as run_explore
 

@@ -104,6 +104,15 @@ def parse_path(actions: Iterable[str | Action]) -> list[Action]:
     return out
 
 
+def _reason(action: Action, e: StepError) -> str:
+    """The model's StepError without the action it repeats ('w1.cas is not enabled: ...')."""
+    text = str(e)
+    for prefix in (f"{action} is not enabled: ", f"{action}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
 class Session:
     """A configuration, a path through its model, and a cursor on that path."""
 
@@ -164,7 +173,8 @@ class Session:
         try:
             state = self.model.step(self._states[-1], action)
         except StepError as e:
-            raise SessionError(f"action {action} is not enabled at step {k}: {e}") from None
+            raise SessionError(f"action {action} is not enabled at step {k}: "
+                               f"{_reason(action, e)}") from None
         self._actions.append(action)
         self._states.append(state)
 
@@ -236,7 +246,7 @@ class Session:
                 self.model.step(self.state, a)
                 reason = "not enabled"
             except StepError as e:
-                reason = str(e)
+                reason = _reason(a, e)
             raise SessionError(f"action {a} is not enabled at step {self._at + 1}: {reason} "
                                f"(enabled: {', '.join(map(str, enabled)) or 'none'})")
         del self._actions[self._at:]

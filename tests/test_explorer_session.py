@@ -1,0 +1,275 @@
+"""The explorer's Session (the notebook API, and the one code path of the web page), its BFS, its
+rendering, and the page's server through Flask's test client (error pages, saving)."""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import zlib
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+from icecheck.engines.config import mix_config
+from icecheck.explorer import Session, SessionError
+from icecheck.explorer.render import dot_available, session_diff
+from icecheck.explorer.server import create_app, decode_config, encode_config
+from icecheck.traces import format as fmt
+from icecheck.traces.replay import replay_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UNDELETE_TRACE = os.path.join(ROOT, "traces", "undelete-v2-mor-snapshot.json")
+UNDELETE = ["w1.begin#1", "w1.refresh", "w2.begin", "w1.cas", "w2.refresh", "w2.cas"]
+REJECTED = os.path.join(ROOT, "traces", "undelete-v2-mor-serializable-rejected.json")
+
+
+def fresh():
+    return Session.from_config(mix_config("spark-3.5-mor-snapshot", 2, 1))
+
+
+def violated(s):
+    return {p.name for p in s.properties() if p.violated}
+
+
+# -- Session ----------------------------------------------------------------------------------
+def test_from_trace_starts_at_the_initial_state_with_the_path_ahead():
+    s = Session.from_trace(UNDELETE_TRACE)
+    assert s.at == 0 and s.path == [] and s.ahead == UNDELETE and s.full_path == UNDELETE
+    assert "w1.begin#1" in s.actions()
+    assert violated(s) == set()
+    for k in range(1, 7):
+        s.redo()
+        assert s.at == k and s.path == UNDELETE[:k]
+    assert "undelete" in violated(s)
+    undelete = next(p for p in s.properties() if p.name == "undelete")
+    assert undelete.status == "known_finding"
+    assert "deleted id=1" in undelete.violations[0].message
+    with pytest.raises(SessionError, match="nothing to redo"):
+        s.redo()
+    assert s.actions() == []
+
+
+def test_step_undo_redo_and_branching():
+    s = fresh()
+    with pytest.raises(SessionError, match="nothing to undo"):
+        s.undo()
+    s.step("w1.begin#1").step("w2.begin")
+    assert s.path == ["w1.begin#1", "w2.begin"]
+    assert s.state.writer("w1").phase == "written"
+    s.undo()
+    assert s.path == ["w1.begin#1"] and s.ahead == ["w2.begin"]
+    s.step("w2.begin")                       # the next step ahead: the path is kept
+    assert s.ahead == [] and s.full_path == ["w1.begin#1", "w2.begin"]
+    s.undo().undo()
+    s.step("w1.begin")                       # a different step: the steps ahead are dropped
+    assert s.full_path == ["w1.begin"] and s.ahead == []
+    s.goto(0)
+    assert s.at == 0 and s.ahead == ["w1.begin"]
+    s.goto(-1)
+    assert s.at == 1
+
+
+def test_errors_name_the_step_and_the_reason():
+    s = fresh()
+    with pytest.raises(SessionError, match=r"action w1.cas is not enabled at step 1: .*idle"):
+        s.step("w1.cas")
+    with pytest.raises(SessionError, match="unknown action at step 1: not an action"):
+        s.step("w1.fly")
+    with pytest.raises(SessionError, match="unknown action at step 2"):
+        Session.from_config(s.config, ["w1.begin", "nonsense"])
+    with pytest.raises(SessionError, match=r"action w3.begin is not enabled at step 2: .*unknown writer"):
+        Session.from_config(s.config, ["w1.begin", "w3.begin"])
+    with pytest.raises(SessionError, match="bad step 5"):
+        Session.from_config(s.config, ["w1.begin"], at=5)
+    with pytest.raises(SessionError, match="bad trace"):
+        Session.from_trace(os.path.join(ROOT, "pyproject.toml"))
+
+
+def test_diff_marks_what_the_step_changed():
+    s = Session.from_trace(UNDELETE_TRACE).goto(4)    # after w1.cas
+    d = session_diff(s)
+    changed = {k for k, *_ in d.changed}
+    added = {k for k, *_ in d.added}
+    assert {"catalog", "current", "w:w1:phase"} <= changed
+    assert "snap:1001" in added and "h:w1:0" in added
+    assert any(line.startswith("~ catalog pointer: v1-setup.metadata.json") for line in d.lines())
+    assert session_diff(s.goto(0)).empty
+
+
+def test_find_path_to_a_property_violation_loads_it():
+    s = fresh()
+    s.step("w1.begin")
+    r = s.find_path(property="undelete")
+    assert r.found and r.actions and s.path[0] == "w1.begin" and s.path[1:] == r.actions
+    assert s.at == len(s.full_path)
+    assert "undelete" in violated(s)
+    # BFS: the nearest one (no shorter path from the same state violates it)
+    assert len(r.actions) == 5
+
+
+def test_find_path_to_a_failed_validation():
+    s = Session.from_config(mix_config("spark-3.5-mor-serializable", 2, 1))
+    r = s.find_path(validation="no_conflicting_data")
+    assert r.found, r.message
+    failed = [h for w in s.state.writers for h in w.history if h.outcome == "validation_failed"]
+    assert failed and failed[-1].check == "no_conflicting_data"
+    s.goto(0)
+    assert s.find_path(validation="any")
+
+
+def test_find_path_reports_when_nothing_is_reachable():
+    s = fresh()
+    r = s.find_path(property="lost_write")
+    assert not r.found and "every reachable state seen" in r.message
+    assert s.at == 0 and s.full_path == []          # nothing loaded
+    with pytest.raises(SessionError, match="unknown property"):
+        s.find_path(property="nope")
+    with pytest.raises(SessionError, match="unknown validation"):
+        s.find_path(validation="nope")
+    with pytest.raises(SessionError, match="exactly one"):
+        s.find_path()
+
+
+def test_save_trace_replays(tmp_path):
+    s = fresh().run(["w2.begin#1", "w1.begin", "w2.refresh", "w2.cas", "w1.refresh", "w1.cas"])
+    out = tmp_path / "mine.json"
+    doc = s.save_trace(str(out))
+    assert doc["id"] == "mine" and doc["property"] == "undelete" and doc["kind"] == "violation"
+    assert replay_file(str(out)).ok
+    # a path with no violation becomes a rejected trace
+    s2 = Session.from_trace(REJECTED).goto(-1)
+    doc2 = s2.save_trace(str(tmp_path / "rej.json"))
+    assert doc2["kind"] == "rejected" and replay_file(str(tmp_path / "rej.json")).ok
+
+
+def test_render_html_and_svg():
+    s = Session.from_trace(UNDELETE_TRACE).goto(-1)
+    h = s._repr_html_()
+    assert h.startswith('<div class="icx">') and "<style>" in h
+    assert 'class="prop violated status-known_finding" data-property="undelete"' in h
+    assert "snap-2001-m1.avro" in h and "w2-1-p1" in h and ">ADDED<" in h
+    assert "s-d1 @ 0" in h                               # a delete file's positions
+    if dot_available():
+        svg = s._repr_svg_()
+        assert svg.startswith("<svg") and "snapshot 2001" in svg
+        assert "cycle (G-single)" in h and "<svg" in h    # the dependency graph, drawn
+    with pytest.raises(ValueError):
+        s.render("png")
+
+
+# -- the server (Flask test client) ----------------------------------------------------------
+@pytest.fixture()
+def client(tmp_path):
+    app = create_app(trace=UNDELETE_TRACE, save_dir=str(tmp_path / "saved"))
+    return app.test_client()
+
+
+def q(**kw):
+    return "/?" + urlencode(kw)
+
+
+def test_page_redirects_a_trace_to_its_path_at_step_0(client):
+    r = client.get("/")
+    assert r.status_code == 302
+    args = parse_qs(urlparse(r.headers["Location"]).query)
+    assert args["config"] == ["undelete-v2-mor-snapshot"] and args["at"] == ["0"]
+    assert args["path"] == ["~".join(UNDELETE)]
+    page = client.get(r.headers["Location"]).get_data(as_text=True)
+    assert "step <b>0</b> of 6" in page and 'data-action="w1.begin#1"' in page
+
+
+def test_page_at_the_end_shows_the_violation(client):
+    page = client.get(q(config="undelete-v2-mor-snapshot", path="~".join(UNDELETE)))
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert 'class="prop violated status-known_finding" data-property="undelete"' in text
+    assert "none: a final state" in text
+
+
+@pytest.mark.parametrize("query,status,reason", [
+    (dict(config="undelete-v2-mor-snapshot", path="w1.begin~w1.explode"), 400,
+     "unknown action at step 2: not an action: &#39;w1.explode&#39;"),
+    (dict(config="undelete-v2-mor-snapshot", path="w1.begin~w1.cas"), 400,
+     "action w1.cas is not enabled at step 2"),
+    (dict(config="undelete-v2-mor-snapshot", path="w9.begin"), 400, "unknown writer"),
+    (dict(config="no-such-config"), 400, "bad config &#39;no-such-config&#39;"),
+    (dict(config="zQUJDRA"), 400, "bad config: cannot decode"),
+    (dict(config="undelete-v2-mor-snapshot", path="w1.begin", at="x"), 400, "bad step"),
+    (dict(config="undelete-v2-mor-snapshot", path="w1.begin", at="7"), 400, "bad step 7"),
+])
+def test_malformed_urls_get_a_400_with_the_reason(client, query, status, reason):
+    r = client.get(q(**query))
+    assert r.status_code == status
+    text = r.get_data(as_text=True)
+    assert 'id="reason"' in text and reason in text
+
+
+def test_bad_encoded_config_content_is_a_400(client):
+    cfg = mix_config("spark-3.5-mor-snapshot", 1, 1)
+    good = encode_config(cfg)
+    assert decode_config(good) == cfg
+    assert client.get(q(config=good, path="w1.begin")).status_code == 200
+    broken = dict(cfg.as_json(), profile="spark-0.1")   # well-formed encoding, bad content
+    bad = "z" + base64.urlsafe_b64encode(zlib.compress(json.dumps(broken).encode())).decode()
+    r = client.get(q(config=bad))
+    assert r.status_code == 400 and "bad config" in r.get_data(as_text=True)
+    assert client.get("/nowhere").status_code == 404
+
+
+def test_find_route_loads_the_path(client):
+    cfg = mix_config("spark-3.5-mor-snapshot", 2, 1)
+    r = client.get("/find?" + urlencode(dict(config=encode_config(cfg), path="",
+                                             goal="property:undelete")))
+    assert r.status_code == 302
+    args = parse_qs(urlparse(r.headers["Location"]).query)
+    assert len(args["path"][0].split("~")) == 6 and "found" in args["found"][0]
+    r = client.get("/find?" + urlencode(dict(config=encode_config(cfg), goal="property:lost_write")))
+    assert r.status_code == 200 and "no path from step 0" in r.get_data(as_text=True)
+    r = client.get("/find?" + urlencode(dict(config=encode_config(cfg), goal="bogus")))
+    assert r.status_code == 400
+
+
+def test_download_and_save(client, tmp_path):
+    r = client.get("/trace.json?" + urlencode(dict(config="undelete-v2-mor-snapshot",
+                                                   path="~".join(UNDELETE), name="dl")))
+    assert r.status_code == 200 and "attachment" in r.headers["Content-Disposition"]
+    doc = json.loads(r.get_data(as_text=True))
+    fmt.check_trace(doc)
+    assert doc["actions"] == UNDELETE and doc["property"] == "undelete"
+    form = dict(config="undelete-v2-mor-snapshot", path="~".join(UNDELETE), name="saved-one")
+    r = client.post("/save", data=form)
+    assert r.status_code == 303
+    saved = tmp_path / "saved" / "saved-one.json"
+    assert saved.exists() and replay_file(str(saved)).ok
+    for name in ("../escape", "/etc/passwd", "a/b", "", ".hidden"):
+        r = client.post("/save", data=dict(form, name=name))
+        assert r.status_code == 400, name
+        assert "bad trace name" in r.get_data(as_text=True)
+    assert not (tmp_path / "escape.json").exists()
+
+
+def test_save_is_refused_without_a_save_directory():
+    app = create_app(trace=UNDELETE_TRACE)
+    r = app.test_client().post("/save", data=dict(config="undelete-v2-mor-snapshot",
+                                                  path="w1.begin", name="x"))
+    assert r.status_code == 400 and "saving is disabled" in r.get_data(as_text=True)
+
+
+# -- the command line ------------------------------------------------------------------------
+def icecheck(*args):
+    return subprocess.run([sys.executable, "-m", "icecheck", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+def test_cli_argument_errors_exit_2():
+    p = icecheck("explore")
+    assert p.returncode == 2 and "--profile" in p.stderr
+    p = icecheck("explore", "--trace", UNDELETE_TRACE)
+    assert p.returncode == 2 and "--trace needs --interactive" in p.stderr
+    p = icecheck("explore", "--interactive")
+    assert p.returncode == 2 and "needs --trace TRACE or --profile" in p.stderr
+    p = icecheck("explore", "--interactive", "--trace", os.path.join(ROOT, "README.md"))
+    assert p.returncode == 2 and "bad trace" in p.stderr
+    p = icecheck("explore", "--interactive", "--profile", "spark-9")
+    assert p.returncode == 2
