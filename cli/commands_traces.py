@@ -10,7 +10,8 @@ import sys
 import click
 from rich.markup import escape
 
-from icecheck.cli.main import EXIT_FAILED, EXIT_INPUT, EXIT_OK, err, fail_input, main, out
+from icecheck.cli.main import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, err, expand_paths, fail_input,
+                               main, out)
 from icecheck.scenarios.errors import InputError
 
 
@@ -24,13 +25,7 @@ def corpus_files() -> list[str]:
 
 
 def expand_traces(paths: tuple[str, ...]) -> list[str]:
-    files: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            files.extend(sorted(glob.glob(os.path.join(p, "**", "*.json"), recursive=True)))
-        else:
-            files.append(p)
-    return files
+    return expand_paths(paths, "*.json")
 
 
 @main.command()

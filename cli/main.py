@@ -48,11 +48,12 @@ def scenario() -> None:
     """Run YAML scenarios (docs/scenario-format.md) on the model."""
 
 
-def _expand(paths: tuple[str, ...]) -> list[str]:
+def expand_paths(paths: tuple[str, ...], pattern: str) -> list[str]:
+    """Files as given, and the files matching ``pattern`` under each folder (sorted)."""
     files: list[str] = []
     for p in paths:
         if os.path.isdir(p):
-            files.extend(sorted(glob.glob(os.path.join(p, "**", "*.yaml"), recursive=True)))
+            files.extend(sorted(glob.glob(os.path.join(p, "**", pattern), recursive=True)))
         else:
             files.append(p)
     return files
@@ -67,7 +68,7 @@ def scenario_run(files: tuple[str, ...], as_json: bool) -> None:
     from icecheck.scenarios.runner import run_scenario
 
     try:
-        scenarios = [load_scenario(p) for p in _expand(files)]
+        scenarios = [load_scenario(p) for p in expand_paths(files, "*.yaml")]
         verdicts = [run_scenario(s) for s in scenarios]
     except InputError as e:
         fail_input(e)
