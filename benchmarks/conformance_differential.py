@@ -35,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="Hypothesis seed (default 1)")
     ap.add_argument("--catalog", choices=("hadoop", "jdbc"), default=None)
     ap.add_argument("--no-shrink", action="store_true")
-    ap.add_argument("--shrink-budget", type=float, default=120.0,
-                    help="seconds of shrinking per disagreement kind (default 120)")
+    ap.add_argument("--shrink-budget", type=float, default=90.0,
+                    help="seconds of Hypothesis shrinking per disagreement kind, plus half of it "
+                         "for the greedy reduction (default 90)")
     ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
     args = ap.parse_args(argv)
 

@@ -42,8 +42,10 @@ def save_trace(doc: dict, folder: str) -> str:
 
 
 @main.command()
-@click.option("--engine", type=click.Choice(["hypothesis"]), default="hypothesis",
-              show_default=True, help="Exploration engine.")
+@click.option("--engine", type=click.Choice(["hypothesis", "bfs", "dfs"]), default="hypothesis",
+              show_default=True,
+              help="Exploration engine: hypothesis (random, shrinking), bfs (exhaustive, "
+                   "shortest counterexamples) or dfs (exhaustive).")
 @click.option("--profile", default=None,
               help="Engine profile (see `icecheck profiles`); required unless --trace.")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
@@ -75,9 +77,23 @@ def save_trace(doc: dict, folder: str) -> str:
 @click.option("--trace", metavar="TRACE", help="With --interactive: step through TRACE.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="With --interactive: the port (0: a free one).")
+@click.option("--max-depth", type=click.IntRange(0), default=None,
+              help="bfs/dfs: do not expand states at this depth (actions from the start).")
+@click.option("--retries", type=click.IntRange(0, 9), default=None,
+              help="bfs/dfs: table property commit.retry.num-retries (default: the table's, 4).")
+@click.option("--max-files", type=click.IntRange(0), default=None,
+              help="bfs/dfs: do not expand states with more data/delete files than this.")
+@click.option("--max-states", type=click.IntRange(1), default=None,
+              help="bfs/dfs: stop after this many distinct states.")
+@click.option("--no-symmetry", is_flag=True, help="bfs/dfs: no writer-symmetry reduction.")
+@click.option("--no-por", is_flag=True, help="bfs/dfs: no partial-order reduction.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="bfs: worker processes (default: every core). Results do not depend on it.")
 def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
-            as_json, interactive=False, trace=None, port=0) -> None:
+            as_json, interactive=False, trace=None, port=0, max_depth=None, retries=None,
+            max_files=None, max_states=None, no_symmetry=False, no_por=False,
+            workers=None) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
@@ -106,6 +122,12 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         build_model_config(cfg, "<arguments>")
     except InputError as e:
         fail_input(e)
+    if engine in ("bfs", "dfs"):
+        run_exhaustive(cfg, engine=engine, retries=retries, max_depth=max_depth,
+                       max_files=max_files, max_states=max_states, symmetry=not no_symmetry,
+                       por=not no_por, workers=workers, time_budget=time_budget,
+                       properties=properties, save_dir=save_dir, as_json=as_json)
+        return
     progress, update = progress_bar(max_examples, f"exploring {cfg.name}")
     with progress:
         result = run_explore(cfg, hypothesis_profile=hypothesis_profile,
@@ -152,3 +174,91 @@ def report_result(result, saved: dict[str, str]) -> None:
         out.print("allowed anomalies seen: " + ", ".join(
             f"{p} ({n} states)" for p, n in sorted(result.allowed.items())))
     out.print("sometimes-events reached: " + (", ".join(sorted(result.reached)) or "none"))
+
+
+# -- bfs / dfs ------------------------------------------------------------------------------------
+def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, symmetry, por,
+                   workers, time_budget, properties, save_dir, as_json) -> None:
+    """``icecheck explore --engine bfs|dfs``: exhaust the configuration within the bounds."""
+    from rich.live import Live
+    from rich.text import Text
+
+    from icecheck.engines.explicit import Bounds, search, with_retries
+
+    cfg = with_retries(cfg, retries)
+    workers = workers or (os.cpu_count() or 1)
+    if engine == "dfs":
+        workers = 1
+    bounds = Bounds(max_depth=max_depth, max_files=max_files, max_states=max_states)
+    live = Live(Text(""), console=err, transient=True, refresh_per_second=8)
+
+    def progress(p: dict) -> None:
+        rate = p["states"] / p["elapsed"] if p["elapsed"] > 0 else 0.0
+        live.update(Text(f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
+                         f"frontier {p['frontier']:,}  depth {p['depth']}  "
+                         f"{p['elapsed']:.1f}s"))
+
+    try:
+        with live:
+            result = search(cfg, engine=engine, symmetry=symmetry, por=por, workers=workers,
+                            bounds=bounds, time_budget=time_budget, progress=progress,
+                            stop_on=frozenset(properties) or None)
+    except ValueError as e:
+        fail_input(InputError(str(e), "--engine"))
+    saved: dict[str, str] = {}
+    if save_dir:
+        for v in list(result.violations.values()) + list(result.allowed.values()):
+            if v.trace is not None:
+                saved[v.property] = save_trace(v.trace, save_dir)
+    if as_json:
+        doc = result.as_json()
+        doc["saved_traces"] = saved
+        print(json.dumps(doc, indent=2))
+    else:
+        report_exhaustive(result, saved)
+    sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
+
+
+def report_exhaustive(result, saved: dict[str, str]) -> None:
+    cfg = result.config
+    red = ", ".join(x for x, on in (("symmetry", result.symmetry), ("POR", result.por)) if on)
+    status = ("exhausted" if result.complete else f"stopped: {result.stopped}")
+    out.print(f"{escape(cfg.name)} [{result.engine}, {red or 'no reduction'}, "
+              f"{result.workers} worker(s)]: {status}", markup=True)
+    out.print(f"states {result.states:,}  transitions {result.transitions:,} "
+              f"(of {result.enabled_transitions:,} enabled)  max_depth {result.max_depth}  "
+              f"seconds {result.seconds:.2f}  states_per_s {result.states_per_s:,.0f}  "
+              f"final states {result.final_states:,}"
+              + (f"  cut by bounds {result.cut:,}" if result.cut else ""))
+    for v in result.violations.values():
+        if v.known:
+            ref = (v.trace or {}).get("expectation", {}) or {}
+            label = (f"[bold red]VIOLATED[/] (known finding"
+                     f"{', corpus ' + escape(ref.get('trace', '')) if ref.get('trace') else ''})")
+        else:
+            label = "[bold red]VIOLATED[/]"
+        _print_violation(label, v, result, saved)
+    for v in result.allowed.values():
+        _print_violation("[yellow]allowed anomaly[/]", v, result, saved,
+                         f" ({result.allowed_counts[v.property]:,} states)")
+    if not result.violations:
+        scope = "within bounds" if result.complete else "in the states explored"
+        out.print(f"[green]no violation {scope}[/]", markup=True)
+    out.print("coverage (explored transitions):")
+    for k, n in sorted(result.coverage.items()):
+        out.print(f"  {escape(k)}: {n:,}", markup=True)
+    out.print("sometimes-events reached: " + (", ".join(
+        f"{e} ({n:,})" for e, n in sorted(result.reached.items())) or "none"))
+
+
+def _print_violation(label, v, result, saved, extra="") -> None:
+    kind = "shortest" if result.engine == "bfs" else "first found"
+    actions = v.trace["actions"] if v.trace else v.actions
+    out.print(f"\n{label} {escape(v.property)}{extra}: {kind} counterexample, {v.depth} actions, "
+              f"after {v.states_before:,} states / {v.seconds:.2f}s: {escape(' '.join(actions))}",
+              markup=True)
+    if v.trace:
+        print_trace(v.trace)
+    if v.property in saved:
+        out.print(f"trace saved to {escape(saved[v.property])}  "
+                  f"(replay: icecheck replay {escape(saved[v.property])})", markup=True)

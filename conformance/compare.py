@@ -30,8 +30,6 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
-
 import yaml
 
 from icecheck.models import system as sm
@@ -150,7 +148,7 @@ def _coarse(message: str | None) -> str | None:
     if message is None:
         return None
     key = message_key(message) or ""
-    for cut in (" matching ", " for ", " between "):
+    for cut in (" matching ", " match filter ", " for ", " between "):
         if cut in key:
             return key.split(cut)[0] + cut.rstrip()
     return key
@@ -268,12 +266,6 @@ def _agree(op: ModelOp, java_outcome: str, java_message: str | None) -> tuple[bo
     if md != jd:
         return True, f"detail differs: model {md!r}, java {jd!r}"
     return True, None
-
-
-def _timed_model(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 # ----------------------------------------------------------------------------- scenarios

@@ -128,7 +128,7 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
         ops.append(ModelOp(name, w.op_index, w.operation, w.phase, None, None, w.attempt + 1,
                            info["begin_at"], -1, -1))
     timed: list[tuple[int, int, str, ModelOp]] = []
-    for n, op in enumerate(ops):
+    for op in ops:
         if op.operation is None:
             continue                     # noop: the engine committed nothing
         timed.append((op.begin_at, 0, "begin", op))

@@ -107,8 +107,13 @@ class Result:
 
     @property
     def failed(self) -> bool:
-        """A must-hold property is violated (known findings excepted, like the CI gate)."""
-        return any(v.unexpected and not v.known for v in self.violations.values())
+        """A must-hold property is violated (known findings included, as in explore hypothesis;
+        ``failed_strictly_new`` excepts them, like the CI gate)."""
+        return bool(self.violations)
+
+    @property
+    def failed_new(self) -> bool:
+        return any(not v.known for v in self.violations.values())
 
     @property
     def violated(self) -> set[str]:

@@ -99,8 +99,9 @@ class Z3Result:
 
     @property
     def failed(self) -> bool:
-        """An unexpected violation that is not a recorded known finding."""
-        return bool(self.unexpected - self.known)
+        """A property that must hold was violated (known findings included, as ``explore``
+        counts them; ``known`` tells them apart)."""
+        return bool(self.unexpected)
 
     def as_json(self) -> dict:
         return {

@@ -39,6 +39,22 @@ KNOWN_MODEL_GAPS = {
 }
 
 
+ROW_FILTER_GAP = ("overwriteByRowFilter/deleteFromRowFilter: Java decides which files a row "
+                  "filter deletes from column metrics (inclusive/strict evaluators, Iceberg's "
+                  "null semantics: null != 2 is true); the model evaluates the actual rows")
+KNOWN_MODEL_GAPS[("live", "data files", "model keeps more")] = ROW_FILTER_GAP
+KNOWN_MODEL_GAPS[("live", "data files", "java keeps more")] = ROW_FILTER_GAP
+
+
+def known_gap(signature: tuple) -> str | None:
+    if signature in KNOWN_MODEL_GAPS:
+        return KNOWN_MODEL_GAPS[signature]
+    if len(signature) == 5 and signature[0] == "outcome" and str(signature[4]).startswith(
+            "Cannot delete file where some, but not all, rows match filter"):
+        return ROW_FILTER_GAP
+    return None
+
+
 @pytest.fixture(scope="session")
 def java():
     from icecheck.conformance.java_setup import JavaSetupError, ensure_jars
@@ -102,11 +118,11 @@ def test_small_differential_run(java, allowlist):
     res = run_differential(30, 0, allowlist=allowlist, shrink=False, derandomize=True)
     assert res.scenarios >= 20, f"only {res.scenarios} scenarios generated"
     assert res.errors == 0, [f.first.reason for f in res.findings]
-    unknown = [f for f in res.findings if f.signature not in KNOWN_MODEL_GAPS]
+    unknown = [f for f in res.findings if known_gap(f.signature) is None]
     assert not unknown, "\n".join(f"{f.signature}: {f.first.differences}" for f in unknown)
     assert res.agreements + res.disagreements + res.allowed + res.skipped == res.scenarios
     if res.disagreements:
-        kinds = sorted({KNOWN_MODEL_GAPS[f.signature] for f in res.findings})
+        kinds = sorted({known_gap(f.signature) for f in res.findings})
         pytest.xfail(f"{res.disagreements} known-gap disagreements of {res.scenarios}: "
                      + "; ".join(kinds))
 

@@ -1,0 +1,1 @@
+"""Benchmarks (separate from tests): ``python -m benchmarks.run`` writes reports/benchmarks.*"""

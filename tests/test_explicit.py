@@ -1,0 +1,214 @@
+"""Soundness of the explicit-state checker's reductions (engines/explicit.py, symmetry.py, por.py).
+
+Symmetry and POR must not change what the search finds: the same set of violated (and allowed)
+properties, the same shortest counterexample length per property, the same reachable final-state
+outcomes (normalized over interchangeable writers); reduced state counts <= full ones. POR (a
+depth-1 sleep set) must keep every reachable state. Results must not depend on the worker count.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from icecheck.engines.config import mix_config
+from icecheck.engines.explicit import Bounds, search, with_retries
+from icecheck.engines.por import independent
+from icecheck.engines.symmetry import Fingerprinter, Perm, group, symmetry_classes
+from icecheck.models.system import digest
+from icecheck.traces.execute import model_for, run_actions
+
+CONFIGS = [
+    mix_config("spark-3.5-mor-serializable", 2, 1, ("delete", "update", "insert"), 1),
+    mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update", "insert"), 1),
+    mix_config("spark-3.5-cow-serializable", 2, 1, ("delete", "update", "insert"), 1),
+    mix_config("spark-3.5-cow-snapshot", 2, 1, ("merge", "delete"), 1),
+    mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), 1, format_version=3),
+    mix_config("spark-3.5-cow-serializable", 2, 1, ("insert",), 1, catalog="last_writer_wins"),
+    mix_config("spark-3.5-mor-serializable", 2, 1, ("update",), 1, catalog="put_if_absent",
+               faults=True),
+    with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1),
+    with_retries(mix_config("spark-3.5-cow-serializable", 2, 2, ("delete", "update"), 1), 1),
+    with_retries(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete", "insert"), 1,
+                            crashes=True), 1),
+]
+IDS = [c.name for c in CONFIGS]
+
+
+def verdict(r):
+    found = {p: v.depth for p, v in r.violations.items()}
+    allowed = {p: v.depth for p, v in r.allowed.items()}
+    return found, allowed, r.outcomes
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_reductions_preserve_verdicts(cfg):
+    full = search(cfg, engine="bfs", symmetry=False, por=False, traces=False)
+    assert full.complete
+    for sym, por in ((True, False), (False, True), (True, True)):
+        r = search(cfg, engine="bfs", symmetry=sym, por=por, traces=False)
+        assert r.complete
+        assert verdict(r) == verdict(full), (sym, por)
+        assert r.states <= full.states
+        assert r.transitions <= full.transitions
+        if not sym:   # POR keeps every reachable state
+            assert r.states == full.states
+        if sym:
+            sym_only = search(cfg, engine="bfs", symmetry=True, por=False, traces=False)
+            assert r.states == sym_only.states
+    # DFS: the same verdicts (its counterexamples need not be shortest) and the same states
+    for sym, por in ((False, False), (True, True)):
+        d = search(cfg, engine="dfs", symmetry=sym, por=por, traces=False)
+        assert d.complete
+        assert set(d.violations) == set(full.violations)
+        assert set(d.allowed) == set(full.allowed)
+        assert d.outcomes == full.outcomes
+        ref = search(cfg, engine="bfs", symmetry=sym, por=False, traces=False)
+        assert d.states == ref.states
+
+
+def test_symmetry_reduces_three_writers():
+    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+    full = search(cfg, engine="bfs", symmetry=False, por=False, traces=False)
+    red = search(cfg, engine="bfs", symmetry=True, por=True, traces=False)
+    assert red.states * 4 < full.states
+    assert red.transitions * 5 < full.transitions
+
+
+def test_workers_do_not_change_results():
+    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+    one = search(cfg, engine="bfs", workers=1, traces=False)
+    two = search(cfg, engine="bfs", workers=2, traces=False)
+    three = search(cfg, engine="bfs", workers=3, traces=False)
+    for r in (two, three):
+        assert (r.states, r.transitions, r.max_depth, r.final_states) == \
+            (one.states, one.transitions, one.max_depth, one.final_states)
+        assert verdict(r) == verdict(one)
+        assert {p: v.actions for p, v in r.violations.items()} == \
+            {p: v.actions for p, v in one.violations.items()}
+        assert r.coverage == one.coverage
+
+
+def _reachable(cfg, limit=3000):
+    model = model_for(cfg)
+    fp = Fingerprinter(cfg, symmetry=False)
+    seen, todo = {}, [model.initial()]
+    while todo and len(seen) < limit:
+        s = todo.pop()
+        h = fp.fingerprint(s)
+        if h in seen:
+            continue
+        seen[h] = s
+        todo.extend(model.step(s, a) for a in model.actions(s))
+    return model, list(seen.values())
+
+
+@pytest.mark.parametrize("cfg", CONFIGS[:7], ids=IDS[:7])
+def test_independent_actions_commute(cfg):
+    """The POR independence relation: every independent pair of enabled actions commutes."""
+    model, states = _reachable(cfg)
+    pairs = 0
+    for s in states:
+        acts = model.actions(s)
+        for a, b in itertools.combinations(acts, 2):
+            if independent(a, b):
+                ab = model.step(model.step(s, a), b)
+                ba = model.step(model.step(s, b), a)
+                assert digest(ab) == digest(ba), (a, b)
+                pairs += 1
+    assert pairs > 0
+
+
+def test_fingerprint_matches_model_digest_equality():
+    """Without symmetry, equal fingerprints <=> equal model digests (an injective encoding)."""
+    cfg = CONFIGS[0]
+    model, states = _reachable(cfg)
+    fp = Fingerprinter(cfg, symmetry=False)
+    by_fp = {}
+    for s in states:
+        by_fp.setdefault(fp.fingerprint(s), set()).add(digest(s))
+    assert all(len(v) == 1 for v in by_fp.values())
+    assert len({digest(s) for s in states}) == len(by_fp)
+
+
+def test_lift_is_a_group_action_and_bijection():
+    cfg = mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update", "insert"), 1)
+    classes = symmetry_classes(cfg)
+    assert classes == [[1, 2, 3]]
+    perms = group(classes)
+    assert len(perms) == 6
+    p = Perm(1, {1: 2, 2: 3, 3: 1})
+    inv = Perm(2, {2: 1, 3: 2, 1: 3})
+    for text in ("w1-1-d1", "v3-w2-1.metadata.json", "snap-3001-m1.avro", "w3.1", "v0", "s-d1",
+                 "Cannot commit: v2-w1-1.metadata.json has changed from v1-setup.metadata.json"):
+        assert inv._str(p._str(text)) == text
+    for v in (1, 7, 101, 203, 399, 1001, 2002, 3999, 42):
+        assert inv.int_(p.int_(v)) == v
+    assert p._str("w1-1-d1") == "w2-1-d1" and p.int_(1001) == 2001 and p.int_(302) == 102
+
+
+def test_symmetric_states_share_a_fingerprint():
+    """w1 doing X then w2 doing Y, and w2 doing X' then w1 doing Y' (renamed): one orbit."""
+    cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), 1)
+    model = model_for(cfg)
+    fp = Fingerprinter(cfg)
+    a = run_actions(model, ["w1.begin", "w1.refresh", "w1.cas", "w2.begin#1"]).final
+    b = run_actions(model, ["w2.begin", "w2.refresh", "w2.cas", "w1.begin#1"]).final
+    assert digest(a) != digest(b)
+    assert fp.fingerprint(a) == fp.fingerprint(b)
+    c = run_actions(model, ["w1.begin#1", "w1.refresh", "w1.cas", "w2.begin"]).final
+    assert fp.fingerprint(a) != fp.fingerprint(c)
+
+
+def test_bfs_traces_are_shortest_and_in_corpus_format():
+    from icecheck.traces.format import check_trace
+    cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update", "insert"), 1)
+    r = search(cfg, engine="bfs")
+    assert set(r.violations) == {"isolation", "undelete"}
+    for v in r.violations.values():
+        assert v.known
+        assert v.depth == 6 and len(v.trace["actions"]) == 6
+        check_trace(v.trace)
+
+
+def test_no_violation_within_bounds():
+    cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), 1, format_version=3)
+    r = search(cfg, engine="bfs")
+    assert r.complete and not r.violations and not r.failed
+
+
+def test_bounds_and_time_budget():
+    cfg = mix_config("spark-3.5-mor-serializable", 3, 2, ("delete", "update"), 1)
+    r = search(cfg, engine="bfs", bounds=Bounds(max_depth=3), traces=False)
+    assert r.complete and r.max_depth == 3 and r.cut > 0
+    r = search(cfg, engine="bfs", time_budget=0.5, traces=False)
+    assert not r.complete and r.stopped == "time budget"
+
+
+def test_coverage_shows_validation_branches():
+    cfg = mix_config("spark-3.5-mor-serializable", 2, 1, ("delete", "update", "insert"), 1)
+    r = search(cfg, engine="bfs", traces=False)
+    keys = set(r.coverage)
+    assert any(k.startswith("validation passed") for k in keys)
+    assert any(k.startswith("validation failed") for k in keys)
+    assert "commit: committed" in keys
+
+
+def test_cli_bfs(tmp_path):
+    from click.testing import CliRunner
+    from icecheck.cli.main import main
+    import json
+    res = CliRunner().invoke(main, ["explore", "--engine", "bfs", "--profile",
+                                    "spark-3.5-mor-snapshot", "--format", "3", "--mix",
+                                    "delete,update", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "no violation within bounds" in res.output
+    res = CliRunner().invoke(main, ["explore", "--engine", "bfs", "--profile",
+                                    "spark-3.5-mor-snapshot", "--mix", "delete,update",
+                                    "--workers", "2", "--json", "--save-trace", str(tmp_path)])
+    assert res.exit_code == 1
+    doc = json.loads(res.output)
+    assert {v["property"] for v in doc["violations"]} == {"isolation", "undelete"}
+    assert doc["complete"] and doc["states"] > 0
+    assert len(list(tmp_path.glob("*.json"))) == 2
