@@ -42,10 +42,11 @@ def save_trace(doc: dict, folder: str) -> str:
 
 
 @main.command()
-@click.option("--engine", type=click.Choice(["hypothesis", "bfs", "dfs"]), default="hypothesis",
-              show_default=True,
+@click.option("--engine", type=click.Choice(["hypothesis", "bfs", "dfs", "z3"]),
+              default="hypothesis", show_default=True,
               help="Exploration engine: hypothesis (random, shrinking), bfs (exhaustive, "
-                   "shortest counterexamples) or dfs (exhaustive).")
+                   "shortest counterexamples), dfs (exhaustive) or z3 (symbolic, bounded by "
+                   "--max-depth, default 10; see `icecheck z3 --help`).")
 @click.option("--profile", default=None,
               help="Engine profile (see `icecheck profiles`); required unless --trace.")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
@@ -122,6 +123,10 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         build_model_config(cfg, "<arguments>")
     except InputError as e:
         fail_input(e)
+    if engine == "z3":
+        from icecheck.cli.commands_z3 import run_z3
+        run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json)
+        return
     if engine in ("bfs", "dfs"):
         run_exhaustive(cfg, engine=engine, retries=retries, max_depth=max_depth,
                        max_files=max_files, max_states=max_states, symmetry=not no_symmetry,

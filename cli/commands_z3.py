@@ -50,7 +50,6 @@ def search(profile, writers, ops, mix, keys, catalog, format_version, depth, pro
     2 on bad arguments or a configuration the encoding does not model.
     """
     from icecheck.engines.config import build_model_config, mix_config
-    from icecheck.engines.z3_engine import Z3Unsupported, z3_search
     from icecheck.properties import PROPERTIES
 
     for p in properties:
@@ -61,9 +60,20 @@ def search(profile, writers, ops, mix, keys, catalog, format_version, depth, pro
     try:
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version))
         build_model_config(cfg, "<arguments>")
+    except InputError as e:
+        fail_input(e)
+    run_z3(cfg, depth, properties, save_dir, as_json)
+
+
+def run_z3(cfg, depth: int, properties, save_dir, as_json) -> None:
+    """Run the z3 search on ``cfg``, print its result, and exit (shared with
+    ``icecheck explore --engine z3``)."""
+    from icecheck.engines.z3_engine import Z3Unsupported, z3_search
+
+    try:
         result = z3_search(cfg, depth, properties or None)
-    except (InputError, Z3Unsupported) as e:
-        fail_input(e if isinstance(e, InputError) else InputError(str(e), "<arguments>"))
+    except Z3Unsupported as e:
+        fail_input(InputError(str(e), "<arguments>"))
     saved = {}
     if save_dir:
         from icecheck.cli.commands_explore import save_trace
