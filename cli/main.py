@@ -110,6 +110,7 @@ def profiles() -> None:
 # The other commands live in their own modules; importing them registers them on ``main``.
 from icecheck.cli import commands_check, commands_explore, commands_traces  # noqa: E402,F401
 from icecheck.cli import commands_z3  # noqa: E402,F401
+from icecheck.cli import commands_sweep  # noqa: E402,F401
 
 from icecheck.cli.conform import conform  # noqa: E402
 

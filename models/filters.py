@@ -850,6 +850,89 @@ def might_match_bounds(
 
 
 # --------------------------------------------------------------------------------------------
+# StrictMetricsEvaluator and the partition residual: can every row of a file be proven to match?
+# (ManifestFilterManager's PartitionAndMetricsEvaluator.rowsMustMatch, used when
+# deleteFromRowFilter / overwriteByRowFilter decide which files a row filter removes.)
+
+
+def _strict_cmp(pred: Cmp, stats: _FileStats) -> bool:
+    column, literal = pred.column, pred.value
+    lower, upper = stats.lower.get(column), stats.upper.get(column)
+    if pred.op == "!=":
+        # Java's Evaluator says null != x, so nulls do not spoil notEq.
+        if stats.contains_nulls_only(column):
+            return True
+        return (lower is not None and lower > literal) or (upper is not None and upper < literal)
+    if stats.may_contain_null(column):
+        return False
+    if pred.op == "<":
+        return upper is not None and upper < literal
+    if pred.op == "<=":
+        return upper is not None and upper <= literal
+    if pred.op == ">":
+        return lower is not None and lower > literal
+    if pred.op == ">=":
+        return lower is not None and lower >= literal
+    return lower is not None and upper is not None and lower == upper == literal
+
+
+def _strict_in(pred: In, stats: _FileStats) -> bool:
+    column = pred.column
+    lower, upper = stats.lower.get(column), stats.upper.get(column)
+    if pred.negated:
+        if stats.contains_nulls_only(column):
+            return True
+        if lower is None or upper is None:
+            return False
+        return not any(lower <= v <= upper for v in pred.values)
+    if stats.may_contain_null(column) or lower is None or upper is None:
+        return False
+    return lower == upper and lower in pred.values
+
+
+def _strict_eval(expr: Expr, stats: _FileStats, residual: Mapping[str, Any]) -> bool:
+    if isinstance(expr, TrueExpr):
+        return True
+    if isinstance(expr, FalseExpr):
+        return False
+    if isinstance(expr, (Cmp, In, IsNull)) and expr.column in residual:
+        # An identity-partitioned column: the partition value decides (ResidualEvaluator).
+        if _java_predicate(expr, residual):
+            return True
+    if isinstance(expr, IsNull):
+        nulls = stats.null_counts.get(expr.column)
+        if expr.negated:
+            return nulls == 0
+        return stats.contains_nulls_only(expr.column)
+    if isinstance(expr, Cmp):
+        return _strict_cmp(expr, stats)
+    if isinstance(expr, In):
+        return _strict_in(expr, stats)
+    if isinstance(expr, And):
+        return _strict_eval(expr.left, stats, residual) and _strict_eval(expr.right, stats, residual)
+    if isinstance(expr, Or):
+        return _strict_eval(expr.left, stats, residual) or _strict_eval(expr.right, stats, residual)
+    raise TypeError(f"not a filter expression: {expr!r}")
+
+
+def must_match_file(expr: Expr, spec: "PartitionSpec", partition: tuple, lower: Mapping[str, Any],
+                    upper: Mapping[str, Any], null_counts: Mapping[str, int],
+                    record_count: int) -> bool:
+    """True only when every row of the file provably matches ``expr`` (Java semantics).
+
+    Java's ``rowsMustMatch``: the partition residual is true, or ``StrictMetricsEvaluator``
+    proves it from the bounds. Residuals are taken from identity partition fields (their
+    value is the column's value); other transforms leave the predicate to the metrics.
+    """
+    if record_count <= 0:
+        return True
+    residual = {f.source: v for f, v in zip(spec.fields, partition)
+                if f.transform.kind == "identity"}
+    stats = _FileStats(lower, upper, null_counts, record_count)
+    return _strict_eval(rewrite_not(expr), stats, residual)
+
+
+# --------------------------------------------------------------------------------------------
 # Inclusive partition projection (Projections.inclusive + Identity/Bucket/Truncate.project)
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from . import operations as ops
-from .files import DV, DataFile, DeleteFile
-from .filters import eval_row
+from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
+from .filters import might_match_file, must_match_file
 from .metadata import (ADDED, APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
                        TableMetadata)
@@ -103,7 +103,8 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
                 ignore_equality_deletes=v.starting_sequence_number)
     elif op.kind == ops.REPLACE_PARTITIONS:
         pfilter = (None if table.spec.is_unpartitioned
-                   else PartitionSet(frozenset(f.partition for f in op.add_data)))
+                   else PartitionSet(frozenset(f.partition for f in op.add_data),
+                                     tuple(f.name for f in table.spec.fields)))
         if v.no_conflicting_data:
             validate_added_data_files(*args, pfilter, parent)
         if v.no_conflicting_deletes:
@@ -121,21 +122,37 @@ class Produced:
 
 
 def _row_filter_deletes(table: TableConfig, op: Operation, f: DataFile) -> bool:
-    """deleteFromRowFilter/overwriteByRowFilter: a file is removed when all its rows match.
+    """deleteFromRowFilter/overwriteByRowFilter: is this data file removed by the row filter?
 
-    Java decides with partition projection and the strict metrics evaluator; the model decides
-    on the file's rows when it has them (see docs/model.md, "Known simplifications").
+    As Java's ManifestFilterManager decides it, from metadata only: a file whose partition and
+    bounds prove no row can match is kept; one where every row provably matches (partition
+    residual or StrictMetricsEvaluator) is removed; otherwise the commit fails, since Iceberg
+    cannot delete part of a file by metadata.
     """
-    if op.row_filter is None or f.rows is None:
+    if op.row_filter is None:
         return False
-    matches = [eval_row(op.row_filter, table.schema.as_dict(r)) for r in f.rows]
-    if all(matches):
+    expr = op.row_filter
+    args = (table.spec, f.partition, f.lower(), f.upper(), f.nulls(), f.record_count)
+    if not might_match_file(expr, *args):
+        return False
+    if must_match_file(expr, *args):
         return True
-    if any(matches):
-        raise ValidationFailed(
-            "row_filter",
-            f"Cannot delete file where some, but not all, rows match filter {op.row_filter}: {f.path}")
-    return False
+    raise ValidationFailed(
+        "row_filter",
+        f"Cannot delete file where some, but not all, rows match filter {expr}: {f.path}")
+
+
+def _row_filter_deletes_delete_file(table: TableConfig, op: Operation, d: DeleteFile) -> bool:
+    """The row filter also applies to delete files, which are removed only when every row they
+    could delete provably matches (a partial match keeps them, unlike data files)."""
+    if op.row_filter is None:
+        return False
+    lower = upper = nulls = {}
+    count = 1
+    if d.content == EQUALITY_DELETES and d.equality_rows:
+        lo, hi, nl = bounds_of(d.equality_columns, d.equality_rows)
+        lower, upper, nulls, count = dict(lo), dict(hi), dict(nl), len(d.equality_rows)
+    return must_match_file(op.row_filter, table.spec, d.partition, lower, upper, nulls, count)
 
 
 class _ManifestWriter:
@@ -154,15 +171,20 @@ class _ManifestWriter:
         return m
 
 
-def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter) -> tuple[list[Manifest], set[str]]:
+def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter,
+                      opened=None) -> tuple[list[Manifest], set[str]]:
     """ManifestFilterManager: rewrite each manifest that loses a live file; keep the others.
 
     In a rewritten manifest, removed entries become DELETED (this snapshot's id), other live
-    entries become EXISTING, and entries DELETED by earlier snapshots are dropped.
+    entries become EXISTING, and entries DELETED by earlier snapshots are dropped. ``opened``
+    says which manifests the filter reads at all (None: every one).
     """
     out: list[Manifest] = []
     removed: set[str] = set()
     for m in manifests:
+        if opened is not None and not opened(m):
+            out.append(m)
+            continue
         hits = [e for e in m.entries if e.is_live and doomed(e)]
         if not hits:
             out.append(m)
@@ -231,9 +253,13 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
                                          for f in op.add_data])] if op.add_data else []
 
     # 3. Delete manifests lose removed delete files, DVs of removed data files, delete files
-    #    of dropped partitions, and (dropDeleteFilesOlderThan) delete files older than the
-    #    minimum data sequence number of the filtered parent data manifests.
+    #    of dropped partitions or matching the row filter, and (dropDeleteFilesOlderThan)
+    #    delete files older than the minimum data sequence number of the filtered parent data
+    #    manifests. Java (1.10) opens a delete manifest only for one of the first reasons, so
+    #    the sequence-number drop happens only in manifests opened anyway.
     remove_delete_paths = {d.path for d in op.remove_deletes}
+    remove_delete_partitions = {d.partition for d in op.remove_deletes}
+    dropped_data = delete_paths | removed_data  # filesToBeDeleted(): requested and found
     min_data_seq = min((e.data_sequence_number for m in data_manifests for e in m.entries
                         if e.is_live), default=base.last_sequence_number)
 
@@ -241,13 +267,22 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         d: DeleteFile = e.file
         if d.path in remove_delete_paths or d.partition in drop_partitions:
             return True
-        if unpartitioned_replace:
+        if unpartitioned_replace or _row_filter_deletes_delete_file(table, op, d):
             return True
-        if d.content == DV and d.referenced_data_file in removed_data:
+        if d.content == DV and d.referenced_data_file in dropped_data:
             return True
         return 0 < e.data_sequence_number < min_data_seq
 
-    delete_manifests, removed_deletes = _filter_manifests(parent_deletes, delete_doomed, mw)
+    def delete_manifest_opened(m: Manifest) -> bool:
+        """ManifestFilterManager.canContainDeletedFiles (Iceberg 1.10)."""
+        if op.row_filter is not None or drop_partitions or unpartitioned_replace:
+            return True
+        if remove_delete_paths:
+            return any(e.file.partition in remove_delete_partitions for e in m.entries)
+        return bool(dropped_data)
+
+    delete_manifests, removed_deletes = _filter_manifests(
+        parent_deletes, delete_doomed, mw, opened=delete_manifest_opened)
     if op.missing_delete_paths_enabled:
         # Java sets failMissingDeletePaths on both the data and the delete filter managers.
         missing = sorted(remove_delete_paths - removed_deletes)

@@ -10,6 +10,7 @@ retried by Java: the operation aborts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote_plus
 from typing import Iterable, Mapping
 
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
@@ -90,12 +91,20 @@ def starting_sequence_number(base: TableMetadata, starting_id: int | None) -> in
 
 @dataclass(frozen=True)
 class PartitionSet:
-    """ReplacePartitions' conflict filter: the partitions it replaces (Java's PartitionSet)."""
+    """ReplacePartitions' conflict filter: the partitions it replaces (Java's PartitionSet).
+
+    Rendered as Java does, each partition as ``spec.partitionToPath``: ``[category=a]``,
+    ``[a=1/id_bucket=3]`` (values URL-encoded, null as ``null``).
+    """
 
     partitions: frozenset
+    names: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return "[" + ", ".join(str(p) for p in sorted(self.partitions, key=repr)) + "]"
+        def path(p: tuple) -> str:
+            return "/".join(f"{n}={'null' if v is None else quote_plus(str(v))}"
+                            for n, v in zip(self.names, p))
+        return "[" + ", ".join(path(p) for p in sorted(self.partitions, key=repr)) + "]"
 
 
 ConflictFilter = Expr | PartitionSet | None

@@ -401,6 +401,13 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
     row_filter = _filter(ctx, table, node, "row_filter") if "row_filter" in node else None
     if kind == ops.REWRITE and not delete and not remove_deletes:
         raise ctx.fail("rewrite: Files to delete cannot be empty", node, "op")
+    if kind == ops.REWRITE and delete:
+        added = sum(f.record_count for f in add)
+        replaced = sum(f.record_count for f in delete)
+        if added > replaced:
+            # BaseRewriteFiles: a compaction never adds rows (IllegalArgumentException in Java).
+            raise ctx.fail(f"rewrite: Invalid REPLACE operation: {added} added records > "
+                           f"{replaced} replaced records", node, "add")
     if kind == ops.REPLACE_PARTITIONS and not add:
         raise ctx.fail("replace_partitions needs at least one file to add", node, "op")
     validations = parse_validations(ctx, table, files, node, kind, add_deletes)

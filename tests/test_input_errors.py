@@ -32,6 +32,9 @@ CASES = {
                   6, "must be a list of 2 values"),
     "dv-in-v2": (GOOD_HEAD + "  x: {content: dv, deletes: [[d1, 0]]}\nsteps:\n  - commit: {op: append, add: [d1]}\n",
                  7, "deletion vectors need format_version 3"),
+    "rewrite-adds-rows": (GOOD_HEAD + "  d2: {rows: [[1, a], [2, a]]}\nsteps:\n  - commit: {op: append, add: [d1]}\n"
+                          "  - commit: {op: rewrite, delete: [d1], add: [d2]}\n", 10,
+                          "Invalid REPLACE operation: 2 added records > 1 replaced records"),
     "commit-before-begin": (GOOD_HEAD + "steps:\n  - commit: w1\n", 8, "writer w1 has not begun"),
     "unknown-column-filter": (GOOD_HEAD + "steps:\n  - begin: w1\n    op: overwrite\n    delete: [d1]\n"
                               "    validate: {filter: \"colour = 'a'\"}\n", 11, "colour"),

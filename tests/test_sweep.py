@@ -1,0 +1,97 @@
+"""The sweep without Spark: the space as data, filters, stable cell ids, one cell's exploration
+(exhaustive, and the Hypothesis fallback) and the reports."""
+
+import json
+import os
+
+import pytest
+
+from icecheck.scenarios.errors import InputError
+from icecheck.sweep.report import write_reports
+from icecheck.sweep.runner import run_cell
+from icecheck.sweep.space import Filters, cells, load_space
+
+
+def one(**filters):
+    cs, _ = cells(load_space(), Filters(**filters))
+    assert len(cs) == 1, [c["id"] for c in cs]
+    return cs[0]
+
+
+def test_default_space_shape_and_filters():
+    space = load_space()
+    cs, na = cells(space)
+    assert len(cs) + len(na) == (len(space.profiles) * len(space.catalogs)
+                                 * len(space.format_versions) * len(space.combos))
+    assert all("COMPACT" in c["combo"] and c["engine"] == "pyiceberg-0.12" for c in na)
+    assert len({c["id"] for c in cs}) == len(cs)            # ids are unique...
+    assert [c["id"] for c in cells(load_space())[0]] == [c["id"] for c in cs]   # ...and stable
+    mor, _ = cells(space, Filters(modes=("mor",), catalogs=("cas",), formats=(2,)))
+    assert {c["profile"] for c in mor} == {"spark-3.5-mor-serializable", "spark-3.5-mor-snapshot"}
+    pair, _ = cells(space, Filters(commands=("UPDATE+DELETE",), profiles=("spark-3.5-*",)))
+    assert {c["combo"] for c in pair} == {"DELETE+UPDATE"} and len(pair) == 16
+    si, _ = cells(space, Filters(isolations=("snapshot",), engines=("pyiceberg-0.12",)))
+    assert {c["profile"] for c in si} == {"pyiceberg-0.12-snapshot"}
+
+
+def test_bad_space_is_input_error(tmp_path):
+    p = tmp_path / "space.yaml"
+    p.write_text("profiles: [nope]\ncommands: {D: {sql: DELETE, where: 'id = 1'}}\ncombos: [[D, D]]\n")
+    with pytest.raises(InputError, match="unknown profile"):
+        load_space(str(p))
+    p.write_text("profiles: [no-validation]\ncommands: {M: {sql: MERGE, on: [id], rows: [[1, x]]}}\n"
+                 "combos: [[M, M]]\n")
+    with pytest.raises(InputError, match="quote it"):
+        load_space(str(p))
+
+
+def test_known_cells():
+    undelete = run_cell(one(
+        profiles=("spark-3.5-mor-snapshot",), catalogs=("cas",), formats=(2,),
+        commands=("DELETE+UPDATE",)))
+    assert undelete["status"] == "known_finding" and undelete["complete"]
+    f = undelete["findings"][0]
+    assert f["property"] == "undelete" and f["trace"]["actions"]
+    lww = run_cell(one(profiles=("spark-3.5-cow-serializable",), catalogs=("last_writer_wins",),
+                       formats=(2,), commands=("INSERT+INSERT",)))
+    assert lww["status"] == "expected" and lww["findings"][0]["property"] == "lost_write"
+    assert "compare-and-swap" in lww["findings"][0]["reason"]
+    merge = run_cell(one(profiles=("spark-3.5-cow-snapshot",), catalogs=("cas",), formats=(2,),
+                         commands=("MERGE+MERGE",)))
+    assert merge["status"] == "expected"
+    assert {x["property"] for x in merge["findings"]} == {"duplicate_keys", "isolation"}
+    clean = run_cell(one(profiles=("spark-3.5-cow-serializable",), catalogs=("cas",),
+                         formats=(2,), commands=("DELETE+UPDATE",)))
+    assert clean["status"] == "clean" and clean["complete"] and not clean["findings"]
+
+
+def test_hypothesis_fallback_when_search_does_not_finish():
+    cell = one(profiles=("spark-3.5-mor-snapshot",), catalogs=("cas",), formats=(2,),
+               commands=("DELETE+UPDATE",))
+    cell = dict(cell, bounds=dict(cell["bounds"], max_states=3),
+                hypothesis={"max_examples": 200, "seed": 0, "time_budget": 30})
+    r = run_cell(cell)
+    assert not r["complete"] and r["engine_used"] == "bfs+hypothesis"
+    assert r["status"] == "known_finding"
+    assert any(f["engine"] == "hypothesis" and f["trace"] for f in r["findings"])
+
+
+def test_reports_without_spark(tmp_path):
+    space = load_space()
+    cs, na = cells(space, Filters(profiles=("spark-3.5-mor-snapshot", "pyiceberg-0.12-snapshot"),
+                                  catalogs=("cas",), formats=(2,),
+                                  commands=("DELETE+UPDATE", "UPDATE+COMPACT")))
+    results = [run_cell(c) for c in cs]
+    summary = write_reports(results, na, str(tmp_path), {"master": "none", "wall_seconds": 0})
+    assert summary["cells"] == 3 and summary["not_applicable"] == 1
+    html = (tmp_path / "index.html").read_text()
+    assert "http" not in html.replace("http://www.w3.org/2000/svg", "")   # self-contained
+    assert html.count('class="cell"') >= 3 and "n/a" in html and "<svg" in html
+    md = (tmp_path / "index.md").read_text()
+    assert "spark-3.5-mor-snapshot" in md and "known finding" in md
+    traces = sorted(os.listdir(tmp_path / "traces"))
+    assert any(t.endswith("-undelete.json") for t in traces)
+    doc = json.loads((tmp_path / "traces" / next(t for t in traces
+                                                  if t.endswith("-undelete.json"))).read_text())
+    from icecheck.traces.replay import replay_doc
+    assert replay_doc(doc).ok

@@ -1,0 +1,117 @@
+"""The sweep's HTML report in headless Chromium (Playwright for Python, Debian's chromium):
+it renders the matrix with the expected cells, and every link on it (and on the trace pages
+it links to) resolves. Served by a local http.server on 127.0.0.1. Skipped with the reason
+when Playwright or Chromium is missing; never runs ``playwright install``."""
+
+import functools
+import http.server
+import os
+import threading
+from urllib.parse import urljoin, urlparse
+
+import pytest
+
+from icecheck.sweep.report import write_reports
+from icecheck.sweep.runner import run_cell
+from icecheck.sweep.space import Filters, cells, load_space
+
+CHROMIUM = os.environ.get("ICECHECK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="Playwright for Python is not installed (pip install -e '.[browser]')")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep-report")
+    cs, na = cells(load_space(), Filters(
+        profiles=("spark-3.5-mor-snapshot", "spark-3.5-cow-serializable", "pyiceberg-0.12-snapshot"),
+        catalogs=("cas", "last_writer_wins"), formats=(2,),
+        commands=("DELETE+UPDATE", "UPDATE+COMPACT")))
+    results = [run_cell(c) for c in cs]
+    (out / "results.parquet").mkdir()       # the report links the Parquet folder
+    write_reports(results, na, str(out), {"master": "test", "wall_seconds": 0})
+    return out, results, na
+
+
+@pytest.fixture(scope="module")
+def server(report):
+    out = report[0]
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
+    handler.log_message = lambda *a, **k: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def page():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        pg = b.new_page()
+        pg.set_default_timeout(30000)
+        yield pg
+        b.close()
+
+
+def test_matrix_renders_expected_cells(page, server, report):
+    _, results, na = report
+    resp = page.goto(server + "index.html")
+    assert resp.status == 200
+    cells_ = page.locator("#matrix td.cell[data-status]")
+    assert cells_.count() == len(results)
+    status = {(c.get_attribute("data-profile"), c.get_attribute("data-catalog"),
+               c.get_attribute("data-combo")): c.get_attribute("data-status")
+              for c in cells_.all()}
+    assert status[("spark-3.5-mor-snapshot", "cas", "DELETE+UPDATE")] == "known_finding"
+    assert status[("spark-3.5-cow-serializable", "cas", "DELETE+UPDATE")] == "clean"
+    assert status[("spark-3.5-cow-serializable", "last_writer_wins", "DELETE+UPDATE")] == "expected"
+    assert page.locator("#matrix td.cell", has_text="n/a").count() == len(na)
+    assert page.locator("svg.plot").count() == 3
+    assert page.locator("#matrix").is_visible()
+
+
+def test_every_link_resolves(page, server):
+    page.goto(server + "index.html")
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+    assert hrefs
+    trace_pages = []
+    for href in sorted(set(hrefs)):
+        url = urljoin(server + "index.html", href)
+        if href.startswith("#"):
+            assert page.locator(f"[id='{href[1:]}']").count() == 1, href
+            continue
+        assert urlparse(url).hostname == "127.0.0.1", href     # no external link
+        resp = page.request.get(url)
+        assert resp.status == 200, href
+        if href.startswith("traces/") and href.endswith(".html"):
+            trace_pages.append(url)
+    assert trace_pages
+    # click the known finding's cell: its timeline page, with text and SVG timelines
+    page.locator("#matrix td[data-status='known_finding'] a").first.click()
+    page.wait_for_load_state()
+    assert "/traces/" in page.url
+    assert "undelete" in page.locator("#timeline-text").inner_text() or \
+        "VIOLATED" in page.locator("#timeline-text").inner_text()
+    for url in trace_pages:
+        resp = page.goto(url)
+        assert resp.status == 200
+        assert page.locator("#timeline-text").count() == 1
+        for href in page.eval_on_selector_all("a[href]",
+                                              "els => els.map(e => e.getAttribute('href'))"):
+            target = urljoin(url, href)
+            if "#" in href:
+                target, frag = target.split("#", 1)
+                page.goto(target)
+                assert page.locator(f"[id='{frag}']").count() == 1, href
+            else:
+                assert page.request.get(target).status == 200, href
