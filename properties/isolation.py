@@ -166,6 +166,13 @@ def check(a) -> list:
             and effects.get(e[1]) is not None
             and (e[3] in effects[e[1]].inserted or e[3] in effects[e[1]].appends)
             for e in rw)
+        # Every anti-dependency points at a write that inserted the key (found it absent at
+        # its base): the reader did not see a concurrently ADDED row, which Iceberg's snapshot
+        # isolation never validates (no primary keys).
+        into_insert = bool(rw) and all(
+            effects.get(e[1]) is not None
+            and (e[3] in effects[e[1]].inserted or e[3] in effects[e[1]].appends)
+            for e in rw)
         # Every anti-dependency's two writers left the key the same (e.g. two DELETEs of one
         # row): the table equals a serial order's; only what each reported (row counts) differs.
         same = bool(rw) and all(
@@ -188,6 +195,7 @@ def check(a) -> list:
             VIOLATION,
             {"anomaly": anomaly, "level_violated": LEVEL_VIOLATED[anomaly],
              "cycle": [[e[0], e[1], e[2], jsonable(e[3])] for e in edges],
-             "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent, "equivalent_writes": same,
+             "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent,
+             "rw_into_concurrent_insert": into_insert, "equivalent_writes": same,
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
     return out

@@ -9,6 +9,7 @@ of exactly what determines its result, so a re-run with the same space skips fin
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -167,10 +168,34 @@ def combo_label(combo: list[str]) -> str:
     return "+".join(combo)
 
 
+@functools.lru_cache(maxsize=1)
+def model_fingerprint() -> str:
+    """A hash of everything that decides a cell's verdict besides the cell itself: the model,
+    its profiles, the properties and their expectation table, and the engines. A resumed sweep
+    re-runs every cell once any of them changes."""
+    import icecheck.engines as engines
+    import icecheck.models as models
+    import icecheck.properties as properties
+
+    h = hashlib.sha256()
+    for pkg in (models, properties, engines):
+        root = os.path.dirname(pkg.__file__)
+        for dirpath, dirnames, filenames in sorted(os.walk(root)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith((".py", ".yaml")):
+                    path = os.path.join(dirpath, name)
+                    h.update(os.path.relpath(path, root).encode())
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()[:16]
+
+
 def cell_id(cell: dict) -> str:
     key = {k: cell[k] for k in ("profile", "catalog", "format_version", "commands",
                                 "initial_rows", "bounds", "hypothesis")}
     key["schema"] = CELL_SCHEMA
+    key["model"] = model_fingerprint()
     blob = json.dumps(key, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
