@@ -9,13 +9,12 @@ trace and rebuilt exactly for replay.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from icecheck.models import catalog as cat
 from icecheck.models import operations as ops
 from icecheck.models.commands import make_planner
-from icecheck.models.commands_spec import COMMANDS
 from icecheck.models.files import pairs
 from icecheck.models.operations import Operation
 from icecheck.models.profiles import get_profile

@@ -25,7 +25,7 @@ import signal
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
 from icecheck.engines.por import pruned_after

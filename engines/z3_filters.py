@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 import z3
 
-from icecheck.models.filters import (CMP_OPS, And, Cmp, Expr, FalseExpr, In, IsNull, Not, Or,
+from icecheck.models.filters import (And, Cmp, Expr, FalseExpr, In, IsNull, Not, Or,
                                      TrueExpr, eval_row, might_match_bounds,
                                      might_match_partition)
 from icecheck.models.transforms import PartitionField, PartitionSpec, Transform

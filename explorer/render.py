@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecheck.models.files import EQUALITY_DELETES, DataFile, DeleteFile
-from icecheck.models.metadata import Manifest, ManifestList, TableMetadata
+from icecheck.models.metadata import Manifest, ManifestList
 from icecheck.models.operations import JAVA_NAMES
 from icecheck.models.reads import read_rows
-from icecheck.models.system import ACTIVE_PHASES, Model, State, WriterState
+from icecheck.models.system import Model, State, WriterState
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
@@ -38,7 +38,7 @@ def _file_text(f) -> str:
     if isinstance(f, DataFile):
         if f.rows is None:
             return f"data file, {f.record_count} row(s)"
-        return f"data file: " + "; ".join(f"{i}: {tuple(r)!r}" for i, r in enumerate(f.rows))
+        return "data file: " + "; ".join(f"{i}: {tuple(r)!r}" for i, r in enumerate(f.rows))
     if isinstance(f, DeleteFile):
         if f.content == EQUALITY_DELETES:
             return (f"equality deletes on ({', '.join(f.equality_columns)}): "

@@ -24,8 +24,8 @@ from collections import defaultdict
 from typing import Any
 
 from . import operations as ops
-from .commands_spec import (COMMANDS, COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_ON_READ,
-                            OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
+from .commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_ON_READ, OVERWRITE,
+                            OVERWRITE_PARTITIONS, UPDATE, Command)
 from .files import DV, DataFile, DeleteFile, POSITION_DELETES
 from .filters import eval_row, might_match_file
 from .metadata import TableMetadata

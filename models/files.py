@@ -17,7 +17,7 @@ Delete files come in three kinds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 DATA = "data"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, Row
+from .files import EQUALITY_DELETES, DataFile, DeleteFile, Row
 from .metadata import DATA_MANIFEST, DELETE_MANIFEST, Manifest, ManifestEntry, Snapshot, TableMetadata
 
 

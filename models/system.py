@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from . import catalog as cat
 from .metadata import TableMetadata

@@ -7,7 +7,6 @@ sequence of the model's own actions (``Model.step``), so a scenario is exactly a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from icecheck.models import system as sm
 from icecheck.models.reads import live_file_paths, read_rows

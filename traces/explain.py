@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from icecheck.models.filters import eval_row
 from icecheck.models.reads import read_rows
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, COMMIT_FAILED,
-                                    COMMIT_UNKNOWN, COMMITTED, CRASH, CRASHED, NOOP, REFRESH,
+                                    COMMIT_UNKNOWN, COMMITTED, CRASH, NOOP, REFRESH,
                                     VALIDATION_FAILED, Action, Model, State, WriterState)
 
 
