@@ -18,7 +18,7 @@ from typing import Any
 from icecheck.models.commands_spec import Command
 from icecheck.models.metadata import Snapshot, TableMetadata
 from icecheck.models.reads import live_data_entries, live_delete_entries, read_rows
-from icecheck.models.system import COMMIT_UNKNOWN, COMMITTED, Model, OpRecord, State
+from icecheck.models.system import COMMITTED, Model, OpRecord, State
 
 SETUP = "setup"
 
