@@ -2,8 +2,13 @@
 
 Exit codes: 0 every comparison agrees (or its disagreement is on the documented allow-list,
 conformance/allowlist.yaml, or the scenario is skipped with a stated reason); 1 a disagreement
-(or a comparison that broke); 2 bad input, a target that is not implemented, or a Java target
-that is not available (install Java 17 and the conformance extras, or run bin/test).
+(or a comparison that broke); 2 bad input, or a target that is not available (not implemented,
+or Java/jars/packages missing: install Java 17 and the conformance extras, or run bin/test).
+
+Targets (``conformance/targets.py``): ``java`` (Iceberg 1.10.2's Java core through py4j,
+docs/conformance-java.md), ``spark`` (Spark 3.5 SQL + Iceberg 1.10.2, docs/conformance-spark.md),
+``pyiceberg`` (PyIceberg 0.12; ``conformance/pyiceberg_target.py``). Each is a module with
+``NAME``, ``ready()``, ``compare_scenario`` and ``compare_trace``.
 """
 
 from __future__ import annotations
@@ -53,32 +58,51 @@ def _fail_input(message: str) -> None:
     sys.exit(EXIT_INPUT)
 
 
-def _java_ready() -> None:
-    from icecheck.conformance.java_setup import JavaSetupError, ensure_jars
+_LABELS = {"java": "Java", "spark": "Spark", "pyiceberg": "PyIceberg"}
+
+
+def _label(target: str, module=None) -> str:
+    return getattr(module, "LABEL", None) or _LABELS.get(target, target)
+
+
+def _load_target(name: str):
+    """The target module, or exit 2 saying why it is not available."""
+    from icecheck.conformance.targets import TargetUnavailable, get_target
 
     try:
-        ensure_jars()
-        from icecheck.conformance.java_gateway import get_gateway
-        get_gateway()
-    except JavaSetupError as e:
-        _fail_input(f"real Iceberg (Java) is not available: {e}. Install Java 17 and run "
-                    f"`pip install -e '.[conformance]' && python -m "
-                    f"icecheck.conformance.java_setup` (bin/test does both).")
+        return get_target(name)
+    except TargetUnavailable as e:
+        _fail_input(f"--target {name} is not available: {e}")
+
+
+def _target_ready(name: str, module) -> None:
+    from icecheck.conformance.targets import TargetUnavailable
+
+    try:
+        module.ready()
+    except TargetUnavailable as e:
+        _fail_input(f"--target {name} is not available: {e}")
+
+
+def _java_ready() -> None:
+    _target_ready("java", _load_target("java"))
 
 
 @click.command("conform")
 @click.argument("paths", nargs=-1)
 @click.option("--target", type=click.Choice(["java", "pyiceberg", "spark"]), default="java",
               show_default=True,
-              help="Real implementation to compare with. Only 'java' (Iceberg 1.10.2's Java core "
-                   "through py4j) is implemented; 'pyiceberg' and 'spark' are not implemented "
-                   "yet and exit 2.")
+              help="Real implementation to compare with: 'java' (Iceberg 1.10.2's Java core "
+                   "through py4j), 'spark' (Spark 3.5 SQL + Iceberg 1.10.2; SQL-level scenarios "
+                   "and traces only), 'pyiceberg' (PyIceberg 0.12). A target that cannot run "
+                   "here exits 2.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
 @click.option("--catalog", type=click.Choice(["hadoop", "jdbc"]), default=None,
               help="Java catalog for every scenario (default: from the scenario's catalog: "
                    "put_if_absent -> hadoop, cas -> jdbc).")
 @click.option("--random", "random_n", type=int, default=None, metavar="N",
-              help="Differential mode: N random scenarios (Hypothesis), shrunk on disagreement.")
+              help="Differential mode (--target java only): N random scenarios (Hypothesis), "
+                   "shrunk on disagreement.")
 @click.option("--seed", type=int, default=None, help="Seed for --random (default: random).")
 @click.option("--no-shrink", is_flag=True, help="With --random: do not shrink disagreements.")
 @click.option("--allowlist", "allowlist_path", default=None, metavar="FILE",
@@ -89,11 +113,11 @@ def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | N
             allowlist_path: str | None) -> None:
     """Run SCENARIOs (YAML), FOLDERs of them, or TRACEs (traces/*.json) on the model AND on
     real Iceberg, and compare per operation (outcome, message key) and the live files at the
-    end. Default: every scenario under tests/scenarios/. See docs/conformance-java.md."""
-    if target != "java":
-        _fail_input(f"--target {target} is not implemented yet (only --target java is); "
-                    f"see docs/conformance-java.md")
+    end (live files for Java; the table's rows for Spark). Default: every scenario under
+    tests/scenarios/. See docs/conformance-java.md and docs/conformance-spark.md."""
     from icecheck.conformance.compare import load_allowlist
+
+    module = _load_target(target)
 
     try:
         allowlist = load_allowlist(allowlist_path)
@@ -104,6 +128,8 @@ def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | N
             _fail_input("--random takes no SCENARIO arguments")
         if random_n < 1:
             _fail_input("--random N needs N >= 1")
+        if target != "java":
+            _fail_input(f"--random is only implemented for --target java, not {target}")
         _java_ready()
         _run_random(random_n, seed, catalog, allowlist, as_json, not no_shrink)
         return
@@ -131,27 +157,30 @@ def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | N
                 items.append(("scenario", path, load_scenario(path)))
     except InputError as e:
         _fail_input(str(e))
-    _java_ready()
-    results = _compare_all(items, catalog, allowlist, quiet=as_json)
+    _target_ready(target, module)
+    results = _compare_all(module, items, catalog, allowlist, quiet=as_json)
     if as_json:
-        print(json.dumps({"target": "java", "comparisons": [c.as_json() for c in results],
+        print(json.dumps({"target": target, "comparisons": [c.as_json() for c in results],
                           "summary": _summary(results)}, indent=2))
     else:
-        _print_table(results)
-        out.print(_summary_line(results))
+        _print_table(results, _label(target, module))
+        out.print(_summary_line(results, target))
     sys.exit(EXIT_OK if all(c.ok for c in results) else EXIT_FAILED)
 
 
-def _compare_all(items, catalog, allowlist, quiet: bool):
-    from icecheck.conformance.compare import ERROR, Comparison, compare_scenario, compare_trace
+def _compare_all(module, items, catalog, allowlist, quiet: bool):
+    from icecheck.conformance.compare import ERROR, Comparison
 
+    opts = {"allowlist": allowlist}
+    if catalog is not None:
+        opts["catalog"] = catalog
     results = []
     for i, (kind, path, scenario) in enumerate(items, 1):
         try:
             if kind == "trace":
-                c = compare_trace(path, catalog=catalog, allowlist=allowlist)
+                c = module.compare_trace(path, **opts)
             else:
-                c = compare_scenario(scenario, catalog=catalog, allowlist=allowlist)
+                c = module.compare_scenario(scenario, **opts)
         except InputError as e:
             _fail_input(str(e))
         except Exception as e:  # the comparison broke (JVM, py4j): report, keep going
@@ -179,12 +208,12 @@ def _verdict(outcome: str | None, message: str | None) -> str:
     return outcome + (f": {key}" if key else "")
 
 
-def _print_table(results) -> None:
+def _print_table(results, label: str = "Java") -> None:
     t = Table(show_lines=False, pad_edge=False, expand=False, box=None, header_style="bold")
     t.add_column("scenario", overflow="fold", min_width=30, max_width=50)
     t.add_column("step/writer", no_wrap=True)
     t.add_column("model verdict", overflow="fold", min_width=30, max_width=60)
-    t.add_column("real verdict (Java)", overflow="fold", min_width=30, max_width=60)
+    t.add_column(f"real verdict ({label})", overflow="fold", min_width=30, max_width=60)
     t.add_column("agree?", no_wrap=True)
     notes = []
     for c in results:
@@ -206,6 +235,17 @@ def _print_table(results) -> None:
                       escape(f"data {c.model_live[0]} deletes {c.model_live[1]}"),
                       escape(f"data {c.java_live[0]} deletes {c.java_live[1]}"),
                       "[green]yes[/]" if live_ok else "[bold red]NO[/]")
+        model_rows = getattr(c, "model_rows", None)
+        real_rows = getattr(c, "real_rows", None)
+        if model_rows is not None and real_rows is not None:
+            rows_ok = not any(d.startswith("rows") for d in c.differences)
+            t.add_row("", "rows", escape(_rows_text(model_rows)), escape(_rows_text(real_rows)),
+                      "[green]yes[/]" if rows_ok else "[bold red]NO[/]")
+        real_files = getattr(c, "real_files", None)
+        if c.java_live is None and real_files is not None and c.model_live is not None:
+            t.add_row("", "live files (info)",
+                      escape(f"data {c.model_live[0]} deletes {c.model_live[1]}"),
+                      escape(f"data {real_files[0]} deletes {real_files[1]}"), "[dim]-[/]")
         if c.status == "allowed":
             t.add_row("", "", "", "", "[yellow]allowed[/] (see below)")
             notes.append(f"[yellow]allowed[/] {escape(c.id)}: {escape(c.reason or '')}")
@@ -217,6 +257,12 @@ def _print_table(results) -> None:
         out.print(n)
 
 
+def _rows_text(rows, limit: int = 8) -> str:
+    shown = ", ".join("(" + ", ".join(repr(v) for v in r) + ")" for r in rows[:limit])
+    more = f", ... ({len(rows)} rows)" if len(rows) > limit else ""
+    return f"[{shown}{more}]"
+
+
 def _summary(results) -> dict:
     counts: dict[str, int] = {}
     for c in results:
@@ -225,12 +271,12 @@ def _summary(results) -> dict:
     return {"scenarios": len(results), "operations": ops, **counts}
 
 
-def _summary_line(results) -> str:
+def _summary_line(results, target: str = "java") -> str:
     s = _summary(results)
     parts = [f"{s.get(k, 0)} {k}" for k in ("agree", "disagree", "allowed", "skipped", "error")]
     bad = s.get("disagree", 0) + s.get("error", 0)
     head = "[bold red]DISAGREE[/]" if bad else "[green]OK[/]"
-    return (f"\n{head} icecheck conform --target java: {s['scenarios']} scenarios "
+    return (f"\n{head} icecheck conform --target {target}: {s['scenarios']} scenarios "
             f"({s['operations']} operations compared): " + ", ".join(parts))
 
 

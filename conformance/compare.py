@@ -106,7 +106,12 @@ class Comparison:
     java_live: tuple[list[str], list[str]] | None = None
     differences: list[str] = field(default_factory=list)
     model_seconds: float = 0.0
-    java_seconds: float = 0.0
+    java_seconds: float = 0.0            # seconds on the real target (whichever it is)
+    # Targets whose data files carry their own names (PyIceberg) compare rows instead of live
+    # files: the current snapshot's rows, sorted (None: not compared).
+    target: str = "java"
+    model_rows: list | None = None
+    target_rows: list | None = None
 
     @property
     def ok(self) -> bool:
@@ -123,6 +128,9 @@ class Comparison:
                 {"data": self.java_live[0], "deletes": self.java_live[1]}},
             "model_seconds": round(self.model_seconds, 4),
             "java_seconds": round(self.java_seconds, 4),
+            **({"target": self.target, "rows": {"model": self.model_rows,
+                                                 self.target: self.target_rows}}
+               if self.model_rows is not None else {}),
         }
 
     def signature(self) -> tuple:
@@ -140,6 +148,9 @@ class Comparison:
                     side = ("java keeps more" if java > model else
                             "model keeps more" if model > java else "both differ")
                     return ("live", what, side)
+        if self.model_rows is not None and self.target_rows is not None \
+                and self.model_rows != self.target_rows:
+            return ("rows",)
         return ()
 
 

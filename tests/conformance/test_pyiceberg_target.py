@@ -1,0 +1,145 @@
+"""The model against PyIceberg 0.12 (conformance/pyiceberg_target.py).
+
+* every scenario under tests/scenarios/ that PyIceberg can express agrees with the model, or is
+  on conformance/allowlist.yaml (then it is xfail(strict): fix the model, drop the entry);
+* the PyIceberg verdicts of tests/scenarios/pyiceberg/ are pinned (OBSERVED): what PyIceberg 0.12
+  really does, independent of the model;
+* a trace with a PyIceberg profile replays through compare_trace.
+
+Skipped (with the reason) when PyIceberg is not installed.
+"""
+
+import glob
+import json
+import os
+
+import pytest
+
+from icecheck.conformance.targets import TargetUnavailable, get_target
+
+try:
+    target = get_target("pyiceberg")
+    target.ready()
+    UNAVAILABLE = None
+except TargetUnavailable as e:  # pragma: no cover - depends on the machine
+    target, UNAVAILABLE = None, str(e)
+
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"PyIceberg: {UNAVAILABLE}")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ALL = sorted(glob.glob(os.path.join(ROOT, "tests", "scenarios", "**", "*.yaml"), recursive=True))
+OURS = sorted(glob.glob(os.path.join(ROOT, "tests", "scenarios", "pyiceberg", "*.yaml")))
+
+# What PyIceberg 0.12 did (writer -> outcome; final rows, sorted), observed by running it.
+OBSERVED = {
+    'py-serializable-append-append': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'a'], [4, 'b']]),
+    'py-serializable-delete-partition-vs-append-part': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[1, 'a'], [1, 'a'], [2, 'a'], [3, 'b']]),
+    'py-serializable-delete-partition-vs-append-whole': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'b'], [4, 'a']]),
+    'py-serializable-delete-vs-delete-bounds-overlap': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[0, 'b'], [1, 'a'], [2, 'a']]),
+    'py-serializable-delete-vs-delete-same-file': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[2, 'a'], [3, 'a']]),
+    'py-serializable-delete-vs-delete-same-row': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[2, 'a']]),
+    'py-serializable-delete-vs-insert-matching': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[1, 'a'], [1, 'b'], [2, 'a']]),
+    'py-serializable-delete-vs-insert-other': ({'w1': 'committed', 'w2': 'committed'},
+        [[2, 'a'], [5, 'b']]),
+    'py-serializable-overwrite-filter-partial-file': ({'w1': 'committed'},
+        [[1, 'z'], [2, 'a']]),
+    'py-serializable-overwrite-filter-vs-append': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[1, 'a'], [1, 'b'], [2, 'a']]),
+    'py-serializable-overwrite-partitions-vs-append': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'b'], [4, 'a']]),
+    'py-serializable-update-vs-update-same-row': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[1, 'x'], [2, 'a']]),
+    'py-serializable-upsert-vs-upsert-absent-key': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'x'], [3, 'y']]),
+    'py-serializable-upsert-vs-upsert-present-key': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[1, 'x'], [2, 'a']]),
+    'py-snapshot-append-append': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'a'], [4, 'b']]),
+    'py-snapshot-delete-partition-vs-append-part': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'b']]),
+    'py-snapshot-delete-partition-vs-append-whole': ({'w1': 'committed', 'w2': 'committed'},
+        [[3, 'b'], [4, 'a']]),
+    'py-snapshot-delete-vs-delete-bounds-overlap': ({'w1': 'validation_failed', 'w2': 'committed'},
+        [[0, 'b'], [1, 'a'], [2, 'a']]),
+    'py-snapshot-delete-vs-delete-same-file': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[2, 'a'], [3, 'a']]),
+    'py-snapshot-delete-vs-delete-same-row': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[2, 'a']]),
+    'py-snapshot-delete-vs-insert-matching': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'b'], [2, 'a']]),
+    'py-snapshot-delete-vs-insert-other': ({'w1': 'committed', 'w2': 'committed'},
+        [[2, 'a'], [5, 'b']]),
+    'py-snapshot-overwrite-filter-vs-append': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'b'], [1, 'z'], [2, 'a']]),
+    'py-snapshot-overwrite-partitions-vs-append': ({'w1': 'committed', 'w2': 'committed'},
+        [[3, 'b'], [4, 'a'], [9, 'a']]),
+    'py-snapshot-update-vs-update-same-row': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[1, 'x'], [2, 'a']]),
+    'py-snapshot-upsert-vs-upsert-absent-key': ({'w1': 'committed', 'w2': 'committed'},
+        [[1, 'a'], [2, 'a'], [3, 'x'], [3, 'y']]),
+    'py-snapshot-upsert-vs-upsert-present-key': ({'w1': 'committed', 'w2': 'validation_failed'},
+        [[1, 'x'], [2, 'a']]),
+}
+
+
+def _compare(path):
+    from icecheck.conformance.compare import load_allowlist
+    from icecheck.scenarios.format import load_scenario
+
+    return target.compare_scenario(load_scenario(path), allowlist=load_allowlist())
+
+
+def _allowed_ids():
+    from icecheck.conformance.compare import load_allowlist
+    return load_allowlist()
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: os.path.relpath(p, ROOT))
+def test_scenario_agrees_with_pyiceberg(path):
+    c = _compare(path)
+    assert c.status != "error", c.reason
+    if os.path.dirname(path).endswith(os.path.join("scenarios", "pyiceberg")):
+        assert c.status != "skipped", c.reason
+    if c.status == "allowed":
+        pytest.xfail(f"allow-listed: {c.reason}")
+    if c.status == "skipped":
+        return
+    listed = [e for e in _allowed_ids() if e.matches(c.id)]
+    assert not listed, f"{c.id} agrees now: remove its allow-list entry ({listed[0].pattern})"
+    assert c.status == "agree", json.dumps(c.as_json(), indent=1, default=str)
+
+
+@pytest.mark.parametrize("path", OURS, ids=os.path.basename)
+def test_pyiceberg_verdicts_are_pinned(path):
+    from icecheck.scenarios.format import load_scenario
+
+    s = load_scenario(path)
+    c = target.compare_scenario(s)
+    outcomes, rows = OBSERVED[s.id]
+    real = {o.writer: o.java_outcome for o in c.ops if o.writer.startswith("w")}
+    assert real == outcomes
+    assert [list(r) for r in c.target_rows] == [list(r) for r in rows]
+
+
+def test_trace_with_pyiceberg_profile(tmp_path):
+    with open(os.path.join(ROOT, "traces", "lost-write-cas-rejected.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    doc["config"]["profile"] = "pyiceberg-0.12-serializable"
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(doc))
+    c = target.compare_trace(str(p))
+    assert c.status == "agree", c.as_json()
+    assert c.model_rows == c.target_rows and c.target_rows
+
+
+def test_spark_trace_is_skipped():
+    c = target.compare_trace(os.path.join(ROOT, "traces", "lost-write-cas-rejected.json"))
+    assert c.status == "skipped" and "not a PyIceberg profile" in c.reason
