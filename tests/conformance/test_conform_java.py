@@ -127,13 +127,15 @@ def test_small_differential_run(java, allowlist):
                      + "; ".join(kinds))
 
 
-def test_cli_bad_input_and_unimplemented_targets(tmp_path):
+def test_cli_bad_input_and_unknown_targets(tmp_path):
     from click.testing import CliRunner
 
     from icecheck.cli.main import main
 
-    r = CliRunner().invoke(main, ["conform", "--target", "pyiceberg"])
-    assert r.exit_code == 2 and "not implemented" in r.output
+    r = CliRunner().invoke(main, ["conform", "--target", "hive"])
+    assert r.exit_code == 2 and "hive" in r.output
+    r = CliRunner().invoke(main, ["conform", "--target", "spark", "--random", "3"])
+    assert r.exit_code == 2  # the differential mode is Java-only
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 1\ntable: {schema: {id: int}}\nsteps: [{commit: {op: nope}}]\n")
     r = CliRunner().invoke(main, ["conform", "--target", "java", str(bad)])
