@@ -72,8 +72,17 @@ def split_message(message: str | None) -> tuple[str | None, str | None]:
     return _ID_RE.sub(r"\1 <id>", message.strip()), None
 
 
+_PARTITION_SET_RE = re.compile(r"(matching partitions \[)([^\]]*)(\])")
+
+
 def message_key(message: str | None) -> str | None:
-    return split_message(message)[0]
+    """The comparable part of a message. A replaced-partitions list is compared as a set: Java
+    prints its PartitionSet in hash order, which carries no meaning."""
+    key = split_message(message)[0]
+    if key is None:
+        return None
+    return _PARTITION_SET_RE.sub(
+        lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))) + m.group(3), key)
 
 
 # ----------------------------------------------------------------------------- results

@@ -895,10 +895,13 @@ def _strict_eval(expr: Expr, stats: _FileStats, residual: Mapping[str, Any]) -> 
         return True
     if isinstance(expr, FalseExpr):
         return False
-    if isinstance(expr, (Cmp, In, IsNull)) and expr.column in residual:
-        # An identity-partitioned column: the partition value decides (ResidualEvaluator).
-        if _java_predicate(expr, residual):
-            return True
+    if isinstance(expr, (Cmp, In, IsNull)):
+        # ResidualEvaluator: a strict projection of the predicate onto a partition field that
+        # holds for the file's partition value proves every row matches.
+        for field, value in residual.get(expr.column, ()):
+            projected = _project_strict(expr, field)
+            if projected is not None and _java_predicate(projected, {field.name: value}):
+                return True
     if isinstance(expr, IsNull):
         nulls = stats.null_counts.get(expr.column)
         if expr.negated:
@@ -915,19 +918,44 @@ def _strict_eval(expr: Expr, stats: _FileStats, residual: Mapping[str, Any]) -> 
     raise TypeError(f"not a filter expression: {expr!r}")
 
 
+def _project_strict(pred: Predicate, field: "PartitionField") -> Predicate | None:
+    """``Transform.projectStrict``: a predicate on the partition value that implies ``pred``
+    for every row (None: no strict projection). Identity keeps the predicate; bucket projects
+    only ``!=``/``not in``; integer truncate projects comparisons (ProjectionUtil's *Strict)."""
+    kind, name = field.transform.kind, field.name
+    if isinstance(pred, IsNull):
+        return IsNull(name, pred.negated)
+    if kind == "identity":
+        return Cmp(pred.op, name, pred.value) if isinstance(pred, Cmp) else In(name, pred.values, pred.negated)
+    apply = field.transform.apply
+    if kind == "bucket":
+        if isinstance(pred, Cmp) and pred.op == "!=":
+            return Cmp("!=", name, apply(pred.value))
+        if isinstance(pred, In) and pred.negated:
+            return In(name, tuple(dict.fromkeys(apply(v) for v in pred.values)), True)
+        return None
+    if kind == "truncate" and isinstance(pred, Cmp) and isinstance(pred.value, int):
+        v = pred.value
+        return {"<": Cmp("<", name, apply(v)), "<=": Cmp("<", name, apply(v + 1)),
+                ">": Cmp(">", name, apply(v)), ">=": Cmp(">", name, apply(v - 1)),
+                "!=": Cmp("!=", name, apply(v))}.get(pred.op)
+    return None
+
+
 def must_match_file(expr: Expr, spec: "PartitionSpec", partition: tuple, lower: Mapping[str, Any],
                     upper: Mapping[str, Any], null_counts: Mapping[str, int],
                     record_count: int) -> bool:
     """True only when every row of the file provably matches ``expr`` (Java semantics).
 
-    Java's ``rowsMustMatch``: the partition residual is true, or ``StrictMetricsEvaluator``
-    proves it from the bounds. Residuals are taken from identity partition fields (their
-    value is the column's value); other transforms leave the predicate to the metrics.
+    Java's ``rowsMustMatch``: the partition residual is true (a strict projection of a
+    predicate through a partition transform holds for the file's partition value), or
+    ``StrictMetricsEvaluator`` proves it from the bounds.
     """
     if record_count <= 0:
         return True
-    residual = {f.source: v for f, v in zip(spec.fields, partition)
-                if f.transform.kind == "identity"}
+    residual: dict[str, list] = {}
+    for f, v in zip(spec.fields, partition):
+        residual.setdefault(f.source, []).append((f, v))
     stats = _FileStats(lower, upper, null_counts, record_count)
     return _strict_eval(rewrite_not(expr), stats, residual)
 

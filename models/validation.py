@@ -104,7 +104,9 @@ class PartitionSet:
         def path(p: tuple) -> str:
             return "/".join(f"{n}={'null' if v is None else quote_plus(str(v))}"
                             for n, v in zip(self.names, p))
-        return "[" + ", ".join(path(p) for p in sorted(self.partitions, key=repr)) + "]"
+        # Java prints its hash set's order; the model sorts (nulls first) to be deterministic.
+        key = lambda p: tuple((v is not None, repr(v)) for v in p)  # noqa: E731
+        return "[" + ", ".join(path(p) for p in sorted(self.partitions, key=key)) + "]"
 
 
 ConflictFilter = Expr | PartitionSet | None
