@@ -396,7 +396,7 @@ def _doc_size(doc: dict) -> int:
 def _shrink(f: Finding, seed: int, n: int, catalog, allowlist, budget_s: float) -> None:
     """Find a minimal scenario with the finding's signature (Hypothesis ``find``)."""
     from hypothesis import find
-    from hypothesis.errors import NoSuchExample
+    from hypothesis.errors import FlakyFailure, NoSuchExample
 
     t0 = time.perf_counter()
     best: dict[str, Any] = {"doc": f.first_doc, "cmp": f.first, "size": _doc_size(f.first_doc)}
@@ -426,7 +426,10 @@ def _shrink(f: Finding, seed: int, n: int, catalog, allowlist, budget_s: float) 
             c = _compare_doc(doc, catalog, allowlist)
             if c is not None and _doc_size(doc) <= best["size"]:
                 best.update(doc=doc, cmp=c, size=_doc_size(doc))
-    except (NoSuchExample, _Budget):
+    except (NoSuchExample, _Budget, FlakyFailure):
+        # FlakyFailure: the time budget ran out while Hypothesis was replaying a candidate
+        # (the same document is then "interesting" once and not the next time); the best
+        # document so far stands, and the greedy reduction below continues from it.
         pass
     # Hypothesis' shrinker works on the choice sequence; the file pools make some of its
     # moves impossible, so finish with a greedy reduction of the document itself.

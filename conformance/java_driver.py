@@ -657,6 +657,9 @@ class JavaWriter:
             problems.append(f"validation data_files_exist has no Java call on {kind}")
         if not v.validate_on_first_attempt:
             problems.append("validate_on_first_attempt=False is PyIceberg behaviour, not Java's")
+        if v.deleted_data_files_by_filter:
+            problems.append("deleted_data_files_by_filter is PyIceberg behaviour (Java checks "
+                            "deleted data files only for overwriteByRowFilter)")
         if v.fail_missing_delete_paths is not None:
             derived = Operation(kind, validations=_replace_fmdp(v))
             java_default = derived.missing_delete_paths_enabled

@@ -12,7 +12,12 @@ What each command writes, by table mode:
 * COMPACT: the live rows of the matching files rewritten into one file per partition
   -> RewriteFiles;
 * INSERT -> AppendFiles; overwrite(filter) -> OverwriteFiles.overwriteByRowFilter;
-  overwritePartitions() -> ReplacePartitions.
+  overwritePartitions() -> ReplacePartitions;
+* profiles whose OVERWRITE / OVERWRITE_PARTITIONS rule is copy-on-write (PyIceberg): a
+  copy-on-write DELETE of the filter (or of the written partitions, by an identity-partition
+  predicate) plus the new rows -> OverwriteFiles, conflict filter = that predicate;
+* a MERGE rule with ``inserts: fast_append`` (PyIceberg's upsert): when no key matches, the
+  inserted rows are a FastAppend with no validation.
 
 The scan is the writer's own read of its base snapshot, so a retry re-commits exactly the same
 files (Java re-applies the operation; it never rescans).
@@ -24,19 +29,25 @@ from collections import defaultdict
 from typing import Any
 
 from . import operations as ops
-from .commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_ON_READ, OVERWRITE,
-                            OVERWRITE_PARTITIONS, UPDATE, Command)
+from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_ON_READ,
+                            OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
 from .files import DV, DataFile, DeleteFile, POSITION_DELETES
-from .filters import eval_row, might_match_file
+from .filters import And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file, or_
 from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import CommandRule, Profile, get_profile
 from .reads import RowVersion, live_data_entries, live_delete_entries, read_rows
+from .system import StepError
 from .table import TableConfig
 
 
 class NothingToDo(Exception):
     """The command changes no row (e.g. a DELETE matching nothing): the engine commits nothing."""
+
+
+class PlanError(StepError):
+    """The engine refuses the command outright (e.g. PyIceberg's dynamic_partition_overwrite on
+    an unpartitioned table or a non-identity partition spec): the begin step cannot run."""
 
 
 class _Names:
@@ -51,8 +62,9 @@ class _Names:
         return f"{self.prefix}-{kind}{self.counts[kind]}"
 
 
-def _matches(table: TableConfig, cmd: Command, row: tuple) -> bool:
-    return cmd.where is None or eval_row(cmd.where, table.schema.as_dict(row))
+def _matches(table: TableConfig, cmd: Command, row: tuple, where: Expr | None = None) -> bool:
+    where = cmd.where if where is None else where
+    return where is None or eval_row(where, table.schema.as_dict(row))
 
 
 def _group_files(table: TableConfig, rows: list[tuple], names: _Names) -> tuple[DataFile, ...]:
@@ -64,11 +76,12 @@ def _group_files(table: TableConfig, rows: list[tuple], names: _Names) -> tuple[
 
 
 def _validations(rule: CommandRule, profile: Profile, cmd: Command,
-                 referenced: tuple[str, ...]) -> Validations:
+                 referenced: tuple[str, ...], where: Expr | None = None) -> Validations:
     v = set(rule.validations)
+    where = cmd.where if where is None else where
     return Validations(
         from_snapshot="from_snapshot" in v,
-        filter=cmd.where if "filter" in v else None,
+        filter=where if "filter" in v else None,
         no_conflicting_data="no_conflicting_data" in v,
         no_conflicting_deletes="no_conflicting_deletes" in v,
         no_conflicting_data_files="no_conflicting_data_files" in v,
@@ -77,8 +90,31 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
         data_files_exist=referenced if "data_files_exist" in v else None,
         files_exist="files_exist" in v,
         starting_sequence_number="starting_sequence_number" in v,
+        deleted_data_files_by_filter="deleted_data_files_by_filter" in v,
         validate_on_first_attempt=profile.validate_on_first_attempt,
     )
+
+
+def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:
+    """PyIceberg's dynamic_partition_overwrite delete filter: OR over the written partitions of
+    AND over ``col = value`` (``col is null``); identity partition fields only."""
+    spec = table.spec
+    if spec.is_unpartitioned:
+        raise PlanError("dynamic partition overwrite: cannot apply dynamic overwrite on an "
+                        "unpartitioned table")
+    bad = [str(f) for f in spec.fields if f.transform.kind != "identity"]
+    if bad:
+        raise PlanError("dynamic partition overwrite: only identity partition transforms are "
+                        f"supported, not {', '.join(bad)}")
+    expr: Expr | None = None
+    for part in sorted({table.partition_of_row(r) for r in rows}, key=repr):
+        term: Expr | None = None
+        for f, value in zip(spec.fields, part):
+            p = IsNull(f.source) if value is None else Cmp("=", f.source, value)
+            term = p if term is None else And(term, p)
+        expr = term if expr is None else or_(expr, term)
+    assert expr is not None
+    return expr
 
 
 def _changes(table: TableConfig, cmd: Command, rows: list[RowVersion]):
@@ -117,10 +153,11 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     if cmd.kind == INSERT:
         return Operation(rule.operation, add_data=_group_files(table, list(cmd.rows), names),
                          validations=_validations(rule, profile, cmd, ()))
-    if cmd.kind == OVERWRITE_PARTITIONS:
+    cow_overwrite = cmd.kind in (OVERWRITE, OVERWRITE_PARTITIONS) and rule.mode == COPY_ON_WRITE
+    if cmd.kind == OVERWRITE_PARTITIONS and not cow_overwrite:
         return Operation(ops.REPLACE_PARTITIONS, add_data=_group_files(table, list(cmd.rows), names),
                          validations=_validations(rule, profile, cmd, ()))
-    if cmd.kind == OVERWRITE:
+    if cmd.kind == OVERWRITE and not cow_overwrite:
         return Operation(ops.OVERWRITE, add_data=_group_files(table, list(cmd.rows), names),
                          row_filter=cmd.where, validations=_validations(rule, profile, cmd, ()))
 
@@ -129,9 +166,28 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     if cmd.kind == COMPACT:
         return _plan_compaction(cmd, rule, profile, table, rows, live, names)
 
-    changed, inserts = _changes(table, cmd, rows)
+    where = cmd.where
+    if cow_overwrite:
+        # PyIceberg: overwrite(df, filter) / dynamic_partition_overwrite(df) = a copy-on-write
+        # delete of the filter (the written partitions), frozen at the base, + the new rows
+        if cmd.kind == OVERWRITE_PARTITIONS:
+            where = _partition_predicate(table, list(cmd.rows))
+        elif where is None:
+            where = TrueExpr()
+        changed = {(r.path, r.position): None for r in rows if _matches(table, cmd, r.values, where)}
+        inserts = list(cmd.rows)
+    else:
+        changed, inserts = _changes(table, cmd, rows)
     if not changed and not inserts:
         raise NothingToDo(f"{cmd} matches no row at snapshot {base.current_snapshot_id}")
+    if cmd.kind == MERGE and not changed and rule.inserts == ops.FAST_APPEND:
+        # PyIceberg's upsert: no key matched, so the unmatched rows are one plain fast append
+        # (no validation). When some key matches, the model keeps one copy-on-write overwrite
+        # for the whole upsert (PyIceberg commits an overwrite and an append, two snapshots of one
+        # transaction), so its validations then cover the inserted rows too.
+        return Operation(ops.FAST_APPEND, add_data=_group_files(table, inserts, names),
+                         validations=Validations(
+                             validate_on_first_attempt=profile.validate_on_first_attempt))
     touched = sorted({path for path, _ in changed})
     new_rows = [v for v in changed.values() if v is not None] + inserts
     if rule.mode == MERGE_ON_READ:
@@ -153,7 +209,7 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     rewritten.extend(inserts)
     return Operation(ops.OVERWRITE, add_data=_group_files(table, rewritten, names),
                      delete_data=tuple(live[p] for p in touched),
-                     validations=_validations(rule, profile, cmd, ()))
+                     validations=_validations(rule, profile, cmd, (), where))
 
 
 def _position_deletes(table, store, snapshot, changed, names):

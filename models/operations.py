@@ -56,13 +56,17 @@ class Validations:
     starting_sequence_number: bool = False
     fail_missing_delete_paths: bool | None = None
     validate_on_first_attempt: bool = True
+    # PyIceberg: an OverwriteFiles checks concurrently deleted data files and new delete files
+    # against its conflict filter even without a row filter (Java needs overwriteByRowFilter)
+    deleted_data_files_by_filter: bool = field(default=False,
+                                               metadata={"digest_omit_default": True})
 
     def enabled(self) -> list[str]:
         """Names of the switches that are on, for reports and traces."""
         out = []
         for name in ("from_snapshot", "no_conflicting_data", "no_conflicting_deletes",
                      "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
-                     "files_exist", "starting_sequence_number"):
+                     "files_exist", "starting_sequence_number", "deleted_data_files_by_filter"):
             if getattr(self, name):
                 out.append(name)
         if self.filter is not None:

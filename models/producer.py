@@ -84,6 +84,10 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
                 f = expr if expr is not None else op.row_filter
                 validate_no_new_delete_files(*args, f, parent)
                 validate_deleted_data_files(*args, f, parent)
+            elif v.deleted_data_files_by_filter and expr is not None:
+                # PyIceberg's _validate_concurrency: its delete predicate is checked whenever set
+                validate_no_new_delete_files(*args, expr, parent)
+                validate_deleted_data_files(*args, expr, parent)
             if op.delete_data:
                 validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent)
     elif op.kind == ops.ROW_DELTA:

@@ -18,7 +18,10 @@ from .commands_spec import COMMANDS, COPY_ON_WRITE, MERGE_ON_READ
 PROFILE_VALIDATIONS = ("from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                        "no_conflicting_data_files", "no_conflicting_delete_files",
                        "deleted_files", "data_files_exist", "starting_sequence_number",
-                       "files_exist")
+                       "files_exist", "deleted_data_files_by_filter")
+# How a MERGE commits the rows of unmatched keys: in its own operation (None) or, when no key
+# matches, as a separate fast append with no validation (PyIceberg's upsert).
+INSERT_MODES = ("fast_append",)
 ISOLATION_LEVELS = ("serializable", "snapshot", "none")
 
 
@@ -27,11 +30,13 @@ class CommandRule:
     operation: str
     mode: str | None
     validations: tuple[str, ...]
+    inserts: str | None = None
 
     def summary(self) -> str:
         mode = f" ({self.mode})" if self.mode else ""
         vals = ", ".join(self.validations) or "no validation"
-        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}"
+        ins = f"; unmatched inserts: {self.inserts}" if self.inserts else ""
+        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}"
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,8 @@ def profile_dirs() -> list[str]:
 
 def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     node = ctx.mapping(node, f"profile {profile}: {command}")
-    ctx.keys(node, {"operation", "mode", "validations"}, f"profile {profile}: {command}")
+    ctx.keys(node, {"operation", "mode", "validations", "inserts"},
+             f"profile {profile}: {command}")
     op = node.get("operation")
     if op not in ops.KINDS:
         raise ctx.fail(f"profile {profile}: {command}: unknown operation {op!r}; expected one of "
@@ -77,7 +83,11 @@ def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
         if v not in PROFILE_VALIDATIONS:
             raise ctx.fail(f"profile {profile}: {command}: unknown validation {v!r}; expected one "
                            f"of {', '.join(PROFILE_VALIDATIONS)}", vals, i)
-    return CommandRule(op, mode, tuple(vals))
+    inserts = node.get("inserts")
+    if inserts is not None and (command != "MERGE" or inserts not in INSERT_MODES):
+        raise ctx.fail(f"profile {profile}: {command}: inserts is a MERGE option and must be one "
+                       f"of {', '.join(INSERT_MODES)}", node, "inserts")
+    return CommandRule(op, mode, tuple(vals), inserts)
 
 
 def _parse_file(path: str) -> dict[str, Profile]:

@@ -177,8 +177,12 @@ def canonical(value: Any) -> Any:
     if isinstance(value, ObjectStore):
         return [[k, canonical(value[k])] for k in sorted(value)]
     if is_dataclass(value) and not isinstance(value, type):
+        # a field marked digest_omit_default (added after traces were recorded) is left out
+        # while it holds its default, so recorded digests stay valid
         return [type(value).__name__] + [canonical(getattr(value, f.name)) for f in fields(value)
-                                         if f.compare]
+                                         if f.compare and not (
+                                             f.metadata.get("digest_omit_default")
+                                             and getattr(value, f.name) == f.default)]
     if isinstance(value, (tuple, list)):
         return [canonical(v) for v in value]
     if isinstance(value, frozenset):

@@ -34,7 +34,8 @@ OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter",
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
-                 "fail_missing_delete_paths", "validate_on_first_attempt"}
+                 "fail_missing_delete_paths", "validate_on_first_attempt",
+                 "deleted_data_files_by_filter"}
 PHASE_STEPS = ("write", "refresh", "validate", "write_metadata", "cas")
 EXPECT_KEYS = {"outcome", "message"}
 FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files", "rows"}
