@@ -296,22 +296,59 @@ def model_scenario(scenario, model_version: tuple[int, int] = DEFAULT_MODEL_VERS
     return dataclasses.replace(scenario, table=table)
 
 
+@dataclass
+class ModelRun:
+    """A scenario or trace run on the model: what every target replays on real Iceberg."""
+
+    id: str
+    config: object            # models.system.ModelConfig
+    actions: list             # models.system.Action, in order
+    seconds: float
+    profile: str | None = None
+    verdict: object = None    # the scenario's Verdict (None for a trace)
+
+
+def scenario_on_model(scenario, model_version: tuple[int, int] | None = None) -> ModelRun:
+    """Run ``scenario`` on the model (following Iceberg ``model_version``'s rules if given)."""
+    from icecheck.scenarios.runner import execute_scenario, model_config
+
+    ms = model_scenario(scenario, model_version) if model_version else scenario
+    config = model_config(ms)
+    t0 = time.perf_counter()
+    verdict, _state = execute_scenario(ms, config)
+    seconds = time.perf_counter() - t0
+    return ModelRun(scenario.id, config, [Action.parse(a) for a in verdict.actions], seconds,
+                    scenario.profile, verdict)
+
+
+def trace_on_model(path: str, model_version: tuple[int, int] | None = None) -> ModelRun:
+    """Rebuild the model from a trace's configuration; its actions are replayed by the caller."""
+    from icecheck.engines.config import ExploreConfig, build_model_config
+
+    doc = load_trace(path)
+    cfg = ExploreConfig.from_json(doc["config"], f"{path}: field 'config'")
+    config = build_model_config(cfg, path)
+    if model_version:
+        config = dataclasses.replace(config, table=dataclasses.replace(
+            config.table, iceberg_version=tuple(model_version)))
+    tid = str(doc.get("id") or os.path.splitext(os.path.basename(path))[0])
+    try:
+        actions = [a if isinstance(a, Action) else Action.parse(str(a)) for a in doc["actions"]]
+    except ValueError as e:
+        raise InputError(str(e), path) from None
+    return ModelRun(tid, config, actions, 0.0, cfg.profile)
+
+
 def compare_scenario(scenario, *, catalog: str | None = None,
                      model_version: tuple[int, int] = DEFAULT_MODEL_VERSION,
                      allowlist: list[AllowEntry] | None = None, source: str = "scenario"
                      ) -> Comparison:
     """Run ``scenario`` on the model, replay it on Java, compare. InputError propagates."""
-    from icecheck.scenarios.runner import execute_scenario, model_config
-
     if "java" in scenario.conformance_skip:
         return Comparison(scenario.id, scenario.path, source, SKIPPED,
                           f"conformance.skip lists java: {scenario.conformance_skip['java']}")
-    ms = model_scenario(scenario, model_version)
-    config = model_config(ms)
-    t0 = time.perf_counter()
-    verdict, _state = execute_scenario(ms, config)
-    run_seconds = time.perf_counter() - t0
-    actions = [Action.parse(a) for a in verdict.actions]
+    run = scenario_on_model(scenario, model_version)
+    config, actions, verdict, run_seconds = run.config, run.actions, run.verdict, run.seconds
     try:
         plan = build_plan(config, actions)
     except sm.StepError as e:   # cannot happen for a run we just made; report it plainly
@@ -355,18 +392,8 @@ def compare_trace(path: str, *, catalog: str | None = None,
                   model_version: tuple[int, int] = DEFAULT_MODEL_VERSION,
                   allowlist: list[AllowEntry] | None = None) -> Comparison:
     """Rebuild the model from the trace's config, replay its actions, run the result on Java."""
-    from icecheck.engines.config import ExploreConfig, build_model_config
-
-    doc = load_trace(path)
-    cfg = ExploreConfig.from_json(doc["config"], f"{path}: field 'config'")
-    config = build_model_config(cfg, path)
-    config = dataclasses.replace(config, table=dataclasses.replace(
-        config.table, iceberg_version=tuple(model_version)))
-    tid = str(doc.get("id") or os.path.splitext(os.path.basename(path))[0])
-    try:
-        actions = [a if isinstance(a, Action) else Action.parse(str(a)) for a in doc["actions"]]
-    except ValueError as e:
-        raise InputError(str(e), path) from None
+    run = trace_on_model(path, model_version)
+    config, tid, actions = run.config, run.id, run.actions
     t0 = time.perf_counter()
     try:
         plan = build_plan(config, actions)

@@ -39,7 +39,6 @@ compared by name).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -58,8 +57,8 @@ from icecheck.models.system import Action, Model, ModelConfig
 from icecheck.models.table import TableConfig
 
 from .compare import (AGREE, DISAGREE, ERROR, SKIPPED, AllowEntry, Comparison, OpComparison,
-                      apply_allowlist, load_trace)
-from .java_runner import NOT_RUN, ModelOp, Plan, build_plan
+                      apply_allowlist, scenario_on_model, trace_on_model)
+from .java_runner import NOT_RUN, Plan, build_plan
 
 NAME = "pyiceberg"
 PYICEBERG_VERSION = "0.12"
@@ -464,8 +463,6 @@ def compare_plan(cid: str, path: str, source: str, config: ModelConfig, plan: Pl
 def compare_scenario(scenario, *, allowlist: list[AllowEntry] | None = None,
                      source: str = "scenario", **_opts) -> Comparison:
     """Run ``scenario`` on the model, replay it on PyIceberg, compare (outcomes, then rows)."""
-    from icecheck.scenarios.runner import execute_scenario, model_config
-
     from .compare import _op_lines
 
     if NAME in scenario.conformance_skip:
@@ -474,11 +471,8 @@ def compare_scenario(scenario, *, allowlist: list[AllowEntry] | None = None,
     if scenario.uses_faults:
         return Comparison(scenario.id, scenario.path, source, SKIPPED,
                           "fault steps cannot be driven on PyIceberg")
-    config = model_config(scenario)
-    t0 = time.perf_counter()
-    verdict, _state = execute_scenario(scenario, config)
-    seconds = time.perf_counter() - t0
-    actions = [Action.parse(a) for a in verdict.actions]
+    run = scenario_on_model(scenario)
+    config, actions, verdict, seconds = run.config, run.actions, run.verdict, run.seconds
     try:
         plan = build_plan(config, actions)
     except sm.StepError as e:
@@ -492,20 +486,11 @@ def compare_scenario(scenario, *, allowlist: list[AllowEntry] | None = None,
 def compare_trace(path: str, *, allowlist: list[AllowEntry] | None = None, **_opts
                   ) -> Comparison:
     """Rebuild the model from the trace's config, replay its actions, run them on PyIceberg."""
-    from icecheck.engines.config import ExploreConfig, build_model_config
-    from icecheck.scenarios.errors import InputError
-
-    doc = load_trace(path)
-    cfg = ExploreConfig.from_json(doc["config"], f"{path}: field 'config'")
-    config = build_model_config(cfg, path)
-    tid = str(doc.get("id") or os.path.splitext(os.path.basename(path))[0])
-    if not str(cfg.profile).startswith("pyiceberg-"):
+    run = trace_on_model(path)
+    config, tid, actions = run.config, run.id, run.actions
+    if not str(run.profile).startswith("pyiceberg-"):
         return Comparison(tid, path, "trace", SKIPPED,
-                          f"profile {cfg.profile!r} is not a PyIceberg profile (pyiceberg-0.12-*)")
-    try:
-        actions = [a if isinstance(a, Action) else Action.parse(str(a)) for a in doc["actions"]]
-    except ValueError as e:
-        raise InputError(str(e), path) from None
+                          f"profile {run.profile!r} is not a PyIceberg profile (pyiceberg-0.12-*)")
     t0 = time.perf_counter()
     try:
         plan = build_plan(config, actions)
@@ -513,5 +498,5 @@ def compare_trace(path: str, *, allowlist: list[AllowEntry] | None = None, **_op
         return Comparison(tid, path, "trace", SKIPPED,
                           f"the trace does not replay on the model: {e}")
     plan.model_seconds = time.perf_counter() - t0
-    c = compare_plan(tid, path, "trace", config, plan, actions, cfg.profile)
+    c = compare_plan(tid, path, "trace", config, plan, actions, run.profile)
     return apply_allowlist(c, allowlist or [])

@@ -29,7 +29,6 @@ names and shown, but are not judged (Spark decides how many files a statement wr
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import re
@@ -49,8 +48,8 @@ from icecheck.models.system import Action, Model
 from icecheck.scenarios.errors import InputError
 
 from .compare import (AGREE, DEFAULT_MODEL_VERSION, DISAGREE, SKIPPED, AllowEntry,
-                      Comparison, OpComparison, _agree, _op_lines, apply_allowlist, load_trace,
-                      message_key, model_scenario)
+                      Comparison, OpComparison, _agree, _op_lines, apply_allowlist, message_key,
+                      scenario_on_model, trace_on_model)
 from .java_runner import NOT_RUN, JavaOutcome, Plan, build_plan
 from .targets import TargetUnavailable
 
@@ -615,8 +614,6 @@ def compare_scenario(scenario, *, model_version: tuple[int, int] = DEFAULT_MODEL
                      allowlist: list[AllowEntry] | None = None, source: str = "scenario",
                      **_ignored) -> Comparison:
     """Run ``scenario`` on the model, then as SQL on Spark; compare outcomes and rows."""
-    from icecheck.scenarios.runner import execute_scenario, model_config
-
     if NAME in scenario.conformance_skip:
         return SparkComparison(scenario.id, scenario.path, source, SKIPPED,
                                f"conformance.skip lists spark: "
@@ -628,12 +625,8 @@ def compare_scenario(scenario, *, model_version: tuple[int, int] = DEFAULT_MODEL
         return SparkComparison(scenario.id, scenario.path, source, SKIPPED,
                                "phase/fault/crash steps cannot be driven on Spark (a SQL "
                                "statement commits as a whole)")
-    ms = model_scenario(scenario, model_version)
-    config = model_config(ms)
-    t0 = time.perf_counter()
-    verdict, _state = execute_scenario(ms, config)
-    secs = time.perf_counter() - t0
-    actions = [Action.parse(a) for a in verdict.actions]
+    run = scenario_on_model(scenario, model_version)
+    config, actions, verdict, secs = run.config, run.actions, run.verdict, run.seconds
     try:
         c = _compare(scenario.id, scenario.path, source, config, actions,
                      getattr(scenario, "profile", None), (), secs,
@@ -646,17 +639,7 @@ def compare_scenario(scenario, *, model_version: tuple[int, int] = DEFAULT_MODEL
 def compare_trace(path: str, *, model_version: tuple[int, int] = DEFAULT_MODEL_VERSION,
                   allowlist: list[AllowEntry] | None = None, **_ignored) -> Comparison:
     """Rebuild the model from the trace's config, replay its actions, run them as SQL on Spark."""
-    from icecheck.engines.config import ExploreConfig, build_model_config
-
-    doc = load_trace(path)
-    cfg = ExploreConfig.from_json(doc["config"], f"{path}: field 'config'")
-    config = build_model_config(cfg, path)
-    config = dataclasses.replace(config, table=dataclasses.replace(
-        config.table, iceberg_version=tuple(model_version)))
-    tid = str(doc.get("id") or os.path.splitext(os.path.basename(path))[0])
-    try:
-        actions = [Action.parse(str(a)) for a in doc["actions"]]
-    except ValueError as e:
-        raise InputError(str(e), path) from None
-    c = _compare(tid, path, "trace", config, actions, cfg.profile, tuple(config.setup), 0.0)
+    run = trace_on_model(path, model_version)
+    c = _compare(run.id, path, "trace", run.config, run.actions, run.profile,
+                 tuple(run.config.setup), 0.0)
     return apply_allowlist(c, allowlist or [])
