@@ -55,6 +55,17 @@ DEFAULT_MODEL_VERSION = (1, 10)
 _ID_RE = re.compile(r"\b(snapshot|ancestor|snapshot id)\s+-?\d+")
 
 
+_PARTITION_SET_RE = re.compile(r"(matching partitions \[)([^\]]*)(\])")
+
+
+def _normalize_key(key: str) -> str:
+    """Snapshot ids become ``<id>``; a replaced-partitions list is compared as a set (Java prints
+    its PartitionSet in hash order, which carries no meaning)."""
+    key = _ID_RE.sub(r"\1 <id>", key.strip())
+    return _PARTITION_SET_RE.sub(
+        lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))) + m.group(3), key)
+
+
 def split_message(message: str | None) -> tuple[str | None, str | None]:
     """(key, detail): the text before the first ':' outside double/single quotes, and the rest."""
     if message is None:
@@ -68,21 +79,12 @@ def split_message(message: str | None) -> tuple[str | None, str | None]:
             quote = ch
         elif ch == ":":
             key, detail = message[:i], message[i + 1:].strip()
-            return _ID_RE.sub(r"\1 <id>", key.strip()), detail
-    return _ID_RE.sub(r"\1 <id>", message.strip()), None
-
-
-_PARTITION_SET_RE = re.compile(r"(matching partitions \[)([^\]]*)(\])")
+            return _normalize_key(key), detail
+    return _normalize_key(message), None
 
 
 def message_key(message: str | None) -> str | None:
-    """The comparable part of a message. A replaced-partitions list is compared as a set: Java
-    prints its PartitionSet in hash order, which carries no meaning."""
-    key = split_message(message)[0]
-    if key is None:
-        return None
-    return _PARTITION_SET_RE.sub(
-        lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))) + m.group(3), key)
+    return split_message(message)[0]
 
 
 # ----------------------------------------------------------------------------- results

@@ -1,0 +1,24 @@
+"""How conformance compares messages (no real Iceberg needed)."""
+
+from icecheck.conformance.compare import message_key, split_message
+
+
+def test_key_is_the_text_before_the_first_unquoted_colon():
+    key, detail = split_message('Found conflicting files that can contain records matching '
+                                'ref(name="id") == "a:b": [d1]')
+    assert key == 'Found conflicting files that can contain records matching ref(name="id") == "a:b"'
+    assert detail == "[d1]"
+
+
+def test_snapshot_ids_are_masked():
+    assert message_key("Cannot determine history between starting snapshot 1001 and the last "
+                       "known ancestor 2002") == message_key(
+        "Cannot determine history between starting snapshot 7 and the last known ancestor 8")
+
+
+def test_partition_sets_compare_as_sets():
+    model = "Found conflicting files that can contain records matching partitions [id_bucket=null, id_bucket=0]: [d2]"
+    java = "Found conflicting files that can contain records matching partitions [id_bucket=0, id_bucket=null]: [d2]"
+    assert split_message(model)[0] == split_message(java)[0]
+    other = "Found conflicting files that can contain records matching partitions [id_bucket=1]: [d2]"
+    assert split_message(model)[0] != split_message(other)[0]
