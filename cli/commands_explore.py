@@ -33,6 +33,23 @@ def print_trace(doc: dict) -> None:
     out.print(escape(doc["explanation"]), markup=True)
 
 
+def finish_run(result, traces, save_dir: str | None, as_json: bool, report) -> None:
+    """The end of every ``explore`` engine: save the traces (``(property, trace)`` pairs; a
+    later one of the same property wins), print the result as JSON or via ``report(result,
+    saved)``, and exit 1 if a must-hold property failed, else 0."""
+    saved: dict[str, str] = {}
+    if save_dir:
+        for prop, doc in traces:
+            saved[prop] = save_trace(doc, save_dir)
+    if as_json:
+        doc = result.as_json()
+        doc["saved_traces"] = saved
+        print(json.dumps(doc, indent=2))
+    else:
+        report(result, saved)
+    sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
+
+
 def save_trace(doc: dict, folder: str) -> str:
     from icecheck.traces.format import write_trace
 
@@ -138,17 +155,8 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         result = run_explore(cfg, hypothesis_profile=hypothesis_profile,
                              max_examples=max_examples, seed=seed, time_budget=time_budget,
                              properties=properties, progress=update)
-    saved: dict[str, str] = {}
-    if save_dir:
-        for f in result.findings:
-            saved[f.property] = save_trace(f.trace, save_dir)
-    if as_json:
-        doc = result.as_json()
-        doc["saved_traces"] = saved
-        print(json.dumps(doc, indent=2))
-    else:
-        report_result(result, saved)
-    sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
+    finish_run(result, [(f.property, f.trace) for f in result.findings], save_dir, as_json,
+               report_result)
 
 
 def report_result(result, saved: dict[str, str]) -> None:
@@ -210,18 +218,9 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
                             stop_on=frozenset(properties) or None)
     except ValueError as e:
         fail_input(InputError(str(e), "--engine"))
-    saved: dict[str, str] = {}
-    if save_dir:
-        for v in list(result.violations.values()) + list(result.allowed.values()):
-            if v.trace is not None:
-                saved[v.property] = save_trace(v.trace, save_dir)
-    if as_json:
-        doc = result.as_json()
-        doc["saved_traces"] = saved
-        print(json.dumps(doc, indent=2))
-    else:
-        report_exhaustive(result, saved)
-    sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
+    found = list(result.violations.values()) + list(result.allowed.values())
+    finish_run(result, [(v.property, v.trace) for v in found if v.trace is not None], save_dir,
+               as_json, report_exhaustive)
 
 
 def report_exhaustive(result, saved: dict[str, str]) -> None:

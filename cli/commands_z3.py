@@ -74,17 +74,9 @@ def run_z3(cfg, depth: int, properties, save_dir, as_json) -> None:
         result = z3_search(cfg, depth, properties or None)
     except Z3Unsupported as e:
         fail_input(InputError(str(e), "<arguments>"))
-    saved = {}
-    if save_dir:
-        from icecheck.cli.commands_explore import save_trace
-        for p, doc in result.traces.items():
-            saved[p] = save_trace(doc, save_dir)
-    if as_json:
-        doc = result.as_json()
-        doc["saved_traces"] = saved
-        print(json.dumps(doc, indent=2))
-    else:
-        from icecheck.cli.commands_explore import print_trace
+    from icecheck.cli.commands_explore import finish_run, print_trace
+
+    def report(result, saved: dict[str, str]) -> None:
         err.print(f"{cfg.name}: depth {depth}, {result.nodes} lineage nodes "
                   f"({result.model_runs} model steps, {result.facts} table facts), "
                   f"{result.seconds:.2f}s (tables {result.table_seconds:.2f}s, "
@@ -106,7 +98,8 @@ def run_z3(cfg, depth: int, properties, save_dir, as_json) -> None:
         elif result.unexpected_unsat:
             out.print(f"[green]no unexpected violation within bounds[/] (depth {depth})",
                       markup=True)
-    sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
+
+    finish_run(result, list(result.traces.items()), save_dir, as_json, report)
 
 
 @z3.command("prove-filters")
