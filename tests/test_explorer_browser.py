@@ -8,28 +8,18 @@ Needs ``/usr/bin/chromium`` (apt-get install chromium chromium-driver) and the `
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
+from _browser import chromium  # noqa: E402  (skips the module without a browser)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNDELETE_TRACE = os.path.join(ROOT, "traces", "undelete-v2-mor-snapshot.json")
 UNDELETE = ["w1.begin#1", "w1.refresh", "w2.begin", "w1.cas", "w2.refresh", "w2.cas"]
-CHROMIUM = os.environ.get("ICECHECK_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 RED = "rgb(207, 34, 46)"   # .prop.violated in static/explorer.css
-
-sync_api = pytest.importorskip(
-    "playwright.sync_api",
-    reason="Playwright for Python is not installed (pip install -e '.[browser]')")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)",
-                allow_module_level=True)
 
 
 def start_explorer(*args):
@@ -60,10 +50,8 @@ def stop(proc):
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture()

@@ -5,27 +5,17 @@ when Playwright or Chromium is missing; never runs ``playwright install``."""
 
 import functools
 import http.server
-import os
 import threading
 from urllib.parse import urljoin, urlparse
 
 import pytest
 
+from _browser import chromium  # noqa: E402  (skips the module without a browser)
+
 from icecheck.sweep.report import write_reports
 from icecheck.sweep.runner import run_cell
 from icecheck.sweep.space import Filters, cells, load_space
 
-CHROMIUM = os.environ.get("ICECHECK_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-sync_api = pytest.importorskip(
-    "playwright.sync_api",
-    reason="Playwright for Python is not installed (pip install -e '.[browser]')")
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)",
-                allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +45,10 @@ def server(report):
 
 @pytest.fixture(scope="module")
 def page():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium() as b:
         pg = b.new_page()
         pg.set_default_timeout(30000)
         yield pg
-        b.close()
 
 
 def test_matrix_renders_expected_cells(page, server, report):
