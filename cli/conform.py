@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from icecheck.scenarios import builtin_scenario_files
 from icecheck.scenarios.errors import InputError
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
@@ -114,7 +115,7 @@ def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | N
     """Run SCENARIOs (YAML), FOLDERs of them, or TRACEs (traces/*.json) on the model AND on
     real Iceberg, and compare per operation (outcome, message key) and the live files at the
     end (live files for Java; the table's rows for Spark). Default: every scenario under
-    tests/scenarios/. See docs/conformance-java.md and docs/conformance-spark.md."""
+    scenarios/builtin/. See docs/conformance-java.md and docs/conformance-spark.md."""
     from icecheck.conformance.compare import load_allowlist
 
     module = _load_target(target)
@@ -136,9 +137,7 @@ def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | N
     if seed is not None:
         _fail_input("--seed only goes with --random")
     try:
-        files = _expand(paths) if paths else sorted(
-            glob.glob(os.path.join(_repo_root(), "tests", "scenarios", "**", "*.yaml"),
-                      recursive=True))
+        files = _expand(paths) if paths else builtin_scenario_files()
     except InputError as e:
         _fail_input(str(e))
     if not files:

@@ -28,8 +28,8 @@ def repo_root() -> str:
 
 
 def builtin_scenarios() -> list[str]:
-    return sorted(glob.glob(os.path.join(repo_root(), "tests", "scenarios", "**", "*.yaml"),
-                            recursive=True))
+    from icecheck.scenarios import builtin_scenario_files
+    return builtin_scenario_files()
 
 
 def fail_input(e: InputError) -> None:

@@ -1,4 +1,4 @@
-"""Every scenario under tests/scenarios/ passes on the model (each asserts what Java does)."""
+"""Every built-in scenario (scenarios/builtin/) passes on the model (each asserts what Java does)."""
 
 import glob
 import os
@@ -8,8 +8,10 @@ import pytest
 from icecheck.scenarios.format import load_scenario
 from icecheck.scenarios.runner import run_scenario
 
-HERE = os.path.dirname(__file__)
-FILES = sorted(glob.glob(os.path.join(HERE, "scenarios", "**", "*.yaml"), recursive=True))
+from icecheck.scenarios import BUILTIN_DIR, builtin_scenario_files
+
+HERE = BUILTIN_DIR
+FILES = builtin_scenario_files()
 
 
 @pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(f, HERE) for f in FILES])

@@ -10,8 +10,10 @@ from icecheck.models.metadata import ADDED, DELETED, EXISTING
 from icecheck.scenarios.format import load_scenario
 from icecheck.scenarios.runner import execute_scenario
 
+from icecheck.scenarios import BUILTIN_DIR  # noqa: E402
+
 HERE = os.path.dirname(__file__)
-SCENARIO = os.path.join(HERE, "scenarios", "seeds", "seed-002-five-snapshots.yaml")
+SCENARIO = os.path.join(BUILTIN_DIR, "seeds", "seed-002-five-snapshots.yaml")
 
 
 def manifest_view(state, snapshot):

@@ -1,4 +1,4 @@
-"""Conformance: every scenario under tests/scenarios/ agrees with real Iceberg (Java 1.10.2).
+"""Conformance: every built-in scenario (scenarios/builtin/) agrees with real Iceberg (Java 1.10.2).
 
 Each scenario runs on the model (Iceberg 1.10 rules) and is replayed on Iceberg's Java core
 (``conformance.compare``); the outcomes, message keys and live files must agree. Skipped, with
@@ -21,8 +21,10 @@ from icecheck.conformance.compare import (AGREE, ALLOWED, DISAGREE, SKIPPED, com
                                           load_allowlist, split_message)
 from icecheck.scenarios.format import load_scenario
 
+from icecheck.scenarios import BUILTIN_DIR  # noqa: E402
+
 HERE = os.path.dirname(os.path.dirname(__file__))
-FILES = sorted(glob.glob(os.path.join(HERE, "scenarios", "**", "*.yaml"), recursive=True))
+FILES = sorted(glob.glob(os.path.join(BUILTIN_DIR, "**", "*.yaml"), recursive=True))
 TRACES = sorted(glob.glob(os.path.join(os.path.dirname(HERE), "traces", "*.json")))
 
 # Disagreement kinds the random differential run may meet that are known, reported model gaps
@@ -72,7 +74,7 @@ def allowlist():
     return load_allowlist()
 
 
-@pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(f, HERE) for f in FILES])
+@pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(f, BUILTIN_DIR) for f in FILES])
 def test_scenario_agrees_with_java(path, java, allowlist):
     scenario = load_scenario(path)
     c = compare_scenario(scenario, allowlist=allowlist)
@@ -149,7 +151,7 @@ def test_cli_one_scenario(java):
 
     from icecheck.cli.main import main
 
-    path = os.path.join(HERE, "scenarios", "row_delta", "mor-vs-compaction-missing-data-file.yaml")
+    path = os.path.join(BUILTIN_DIR, "row_delta", "mor-vs-compaction-missing-data-file.yaml")
     r = CliRunner().invoke(main, ["conform", "--target", "java", "--json", path])
     assert r.exit_code == 0, r.output
     import json
@@ -169,7 +171,7 @@ def test_disagreement_is_detected(java, tmp_path, monkeypatch):
     from icecheck.models import producer
 
     monkeypatch.setattr(producer, "validate_data_files_exist", lambda *a, **k: None)
-    path = os.path.join(HERE, "scenarios", "row_delta", "mor-vs-compaction-missing-data-file.yaml")
+    path = os.path.join(BUILTIN_DIR, "row_delta", "mor-vs-compaction-missing-data-file.yaml")
     empty = tmp_path / "allow.yaml"
     empty.write_text("allow: []\n")
     r = CliRunner().invoke(main, ["conform", "--target", "java", "--allowlist", str(empty),

@@ -1,8 +1,8 @@
 """The model against PyIceberg 0.12 (conformance/pyiceberg_target.py).
 
-* every scenario under tests/scenarios/ that PyIceberg can express agrees with the model, or is
+* every built-in scenario (scenarios/builtin/) that PyIceberg can express agrees with the model, or is
   on conformance/allowlist.yaml (then it is xfail(strict): fix the model, drop the entry);
-* the PyIceberg verdicts of tests/scenarios/pyiceberg/ are pinned (OBSERVED): what PyIceberg 0.12
+* the PyIceberg verdicts of scenarios/builtin/pyiceberg/ are pinned (OBSERVED): what PyIceberg 0.12
   really does, independent of the model;
 * a trace with a PyIceberg profile replays through compare_trace.
 
@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"PyIceberg: {UN
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ALL = sorted(glob.glob(os.path.join(ROOT, "tests", "scenarios", "**", "*.yaml"), recursive=True))
-OURS = sorted(glob.glob(os.path.join(ROOT, "tests", "scenarios", "pyiceberg", "*.yaml")))
+ALL = sorted(glob.glob(os.path.join(ROOT, "scenarios", "builtin", "**", "*.yaml"), recursive=True))
+OURS = sorted(glob.glob(os.path.join(ROOT, "scenarios", "builtin", "pyiceberg", "*.yaml")))
 
 # What PyIceberg 0.12 did (writer -> outcome; final rows, sorted), observed by running it.
 OBSERVED = {

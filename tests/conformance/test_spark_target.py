@@ -15,7 +15,7 @@ import pytest
 from icecheck.conformance.compare import AGREE, SKIPPED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CMDS = os.path.join(ROOT, "tests", "scenarios", "commands")
+CMDS = os.path.join(ROOT, "scenarios", "builtin", "commands")
 TRACES = os.path.join(ROOT, "traces")
 
 
