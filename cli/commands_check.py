@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import click
 from rich.markup import escape
 
-from icecheck.cli.main import (EXIT_FAILED, EXIT_OK, builtin_scenarios, err, fail_input, main,
-                               out)
+from icecheck.cli.main import (EXIT_FAILED, EXIT_OK, SECONDS, builtin_scenarios, err,
+                               fail_input, main, out)
 from icecheck.scenarios.errors import InputError
 
 DEFAULT_BUDGET = 120.0
@@ -36,6 +36,7 @@ class Case:
     seconds: float
     message: str = ""
     detail: str = ""
+    kind: str = ""      # for failures: violation | known_finding | drift | inconclusive | ...
 
 
 @dataclass
@@ -113,39 +114,45 @@ def load_explorations(path: str) -> list[Exploration]:
 
 
 # -- the three parts -------------------------------------------------------------------------
-def run_scenarios(progress) -> list[Case]:
+def run_scenarios(progress, paths: list[str]) -> list[Case]:
     from icecheck.scenarios.format import load_scenario
     from icecheck.scenarios.runner import run_scenario
 
     cases = []
-    paths = builtin_scenarios()
     for i, path in enumerate(paths, 1):
         t = time.monotonic()
         v = run_scenario(load_scenario(path))
         cases.append(Case("scenarios", v.id, "passed" if v.passed else "failed",
                           time.monotonic() - t, "; ".join(v.failures),
-                          json.dumps(v.as_json(), indent=2) if not v.passed else ""))
+                          json.dumps(v.as_json(), indent=2) if not v.passed else "",
+                          kind="" if v.passed else "expectation"))
         progress(f"[scenario {i}/{len(paths)}] {v.id}: {'ok' if v.passed else 'FAILED'}")
     return cases
 
 
-def run_corpus(progress, corpus: str | None = None) -> list[Case]:
-    from icecheck.cli.commands_traces import corpus_files, expand_traces
+def run_corpus(progress, paths: list[str]) -> list[Case]:
     from icecheck.traces.replay import replay_file
 
     cases = []
-    paths = expand_traces((corpus,)) if corpus else corpus_files()
     for i, path in enumerate(paths, 1):
         t = time.monotonic()
         r = replay_file(path)
         cases.append(Case("corpus", r.id, "passed" if r.ok else "failed", time.monotonic() - t,
-                          "; ".join(r.drift)))
+                          "; ".join(r.drift), kind="" if r.ok else "drift"))
         progress(f"[trace {i}/{len(paths)}] {r.id}: {'reproduces' if r.ok else 'DRIFT'}")
     return cases
 
 
 def run_explorations(entries: list[Exploration], deadline: float, progress,
                      strict: bool = False) -> list[Case]:
+    """Run each exploration within its share of the remaining budget.
+
+    One rule for every outcome (README, "Exit codes"): a must-hold violation fails; a known
+    finding is reported (status ``known``) and fails only with ``strict``; a run that never
+    reached its floor (``engines.config.floor_events``), or that the budget left no time for,
+    is *inconclusive* and fails: a gate that did not look must not pass.
+    """
+    from icecheck.engines.config import missing_floor
     from icecheck.engines.hypothesis_engine import explore
     from icecheck.traces.timeline import render_text
 
@@ -153,61 +160,88 @@ def run_explorations(entries: list[Exploration], deadline: float, progress,
     for i, x in enumerate(entries):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            cases.append(Case("explorations", x.id, "skipped", 0.0, "time budget spent"))
-            progress(f"[explore {i + 1}/{len(entries)}] {x.id}: skipped (time budget spent)")
+            cases.append(Case("explorations", x.id, "failed", 0.0,
+                              "inconclusive: not run, the time budget was spent before it "
+                              "(raise --time-budget)", kind="inconclusive"))
+            progress(f"[explore {i + 1}/{len(entries)}] {x.id}: NOT RUN (time budget spent)")
             continue
         budget = remaining / (len(entries) - i)
         progress(f"[explore {i + 1}/{len(entries)}] {x.id}: {x.profile} {x.catalog} "
                  f"v{x.format} (up to {x.max_examples} runs, {budget:.0f}s)")
-        r = explore(x.config(), max_examples=x.max_examples, seed=x.seed, time_budget=budget)
+        cfg = x.config()
+        r = explore(cfg, max_examples=x.max_examples, seed=x.seed, time_budget=budget)
         note = (f"{r.examples} runs, {r.states} states"
-                + (", cut by the time budget" if r.timed_out else "")
+                + (f", CUT by the time budget after {r.examples} runs" if r.timed_out else "")
                 + (f"; allowed: {', '.join(f'{p} ({n})' for p, n in sorted(r.allowed.items()))}"
                    if r.allowed else "")
                 + f"; reached: {', '.join(sorted(r.reached)) or 'none'}")
         bad = [f for f in r.findings if f.unexpected]
-        if r.failed and not strict and all(f.known for f in bad):
+        floor = missing_floor(cfg, r.reached)
+        if r.failed_new or (r.failed and strict):
+            f = next(f for f in bad if strict or not f.known)
+            cases.append(Case("explorations", x.id, "failed", r.elapsed,
+                              f"{'known finding (--strict)' if f.known else 'unexpected'} "
+                              f"{f.property}: {f.trace['explanation']}",
+                              render_text(f.trace) + "\n" + json.dumps(f.trace["actions"]),
+                              kind="known_finding" if f.known else "violation"))
+        elif floor:
+            cases.append(Case("explorations", x.id, "failed", r.elapsed,
+                              f"inconclusive: the run never reached {', '.join(floor)}, so it "
+                              f"checked nothing there (raise --time-budget); {note}",
+                              kind="inconclusive"))
+        elif r.failed:
             refs = ", ".join(f"{f.property} (corpus {(f.trace.get('expectation') or {}).get('trace', '?')})"
                              for f in bad)
-            cases.append(Case("explorations", x.id, "passed", r.elapsed,
-                              f"KNOWN FINDING reproduced, still a violation: {refs}: "
+            cases.append(Case("explorations", x.id, "known", r.elapsed,
+                              f"reproduced, still a violation: {refs}: "
                               f"{bad[0].trace['explanation']}; {note}",
                               render_text(bad[0].trace)))
-        elif r.failed:
-            cases.append(Case("explorations", x.id, "failed", r.elapsed,
-                              f"unexpected {r.property}: {r.trace['explanation']}",
-                              render_text(r.trace) + "\n" + json.dumps(r.trace["actions"])))
         else:
             missing = [p for p in x.allowed if p not in r.allowed]
-            if missing and not r.timed_out:
+            if missing:
+                why = ("before the time budget ran out" if r.timed_out
+                       else "in its whole example budget (vacuous run?)")
                 cases.append(Case("explorations", x.id, "failed", r.elapsed,
-                                  f"expected allowed anomaly {', '.join(missing)} not found "
-                                  f"(vacuous run?); {note}"))
-            elif missing:
-                cases.append(Case("explorations", x.id, "passed", r.elapsed,
-                                  f"inconclusive: {', '.join(missing)} not found before the "
-                                  f"time budget ran out; {note}"))
+                                  f"inconclusive: expected allowed anomaly {', '.join(missing)} "
+                                  f"not found {why}; {note}", kind="inconclusive"))
             else:
                 cases.append(Case("explorations", x.id, "passed", r.elapsed, note))
-        progress(f"    {x.id}: {cases[-1].status} ({r.elapsed:.1f}s, {note})")
+        progress(f"    {x.id}: {cases[-1].status.upper() if cases[-1].status != 'passed' else 'passed'} "
+                 f"({r.elapsed:.1f}s, {note})")
     return cases
 
 
 # -- reports -----------------------------------------------------------------------------------
-def junit_xml(cases: list[Case]) -> str:
+STATUSES = ("passed", "failed", "known", "skipped")
+SUITES = ("scenarios", "corpus", "explorations")
+
+
+def junit_xml(cases: list[Case], run_id: str) -> str:
+    """JUnit XML that validates against the common schema (tests/junit/junit-10.xsd, the one
+    Jenkins and most CI systems read): every ``testsuite`` has tests/failures/errors/skipped/
+    time, every ``failure`` a message and a type. A known finding is a ``skipped`` test case
+    whose message starts "KNOWN FINDING", so CI pages list it (they hide ``system-out``)."""
     root = ET.Element("testsuites", name="icecheck check")
-    for suite in ("scenarios", "corpus", "explorations"):
+    for suite in SUITES:
         cs = [c for c in cases if c.suite == suite]
         el = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cs)),
                            failures=str(sum(c.status == "failed" for c in cs)),
-                           skipped=str(sum(c.status == "skipped" for c in cs)),
+                           errors="0",
+                           skipped=str(sum(c.status in ("skipped", "known") for c in cs)),
                            time=f"{sum(c.seconds for c in cs):.3f}")
+        props = ET.SubElement(el, "properties")
+        ET.SubElement(props, "property", name="icecheck.run_id", value=run_id)
         for c in cs:
             tc = ET.SubElement(el, "testcase", classname=f"icecheck.{suite}", name=c.name,
                                time=f"{c.seconds:.3f}")
             if c.status == "failed":
-                f = ET.SubElement(tc, "failure", message=c.message[:500])
+                f = ET.SubElement(tc, "failure", message=c.message[:500],
+                                  type=c.kind or "failure")
                 f.text = (c.message + "\n" + c.detail).strip()
+            elif c.status == "known":
+                ET.SubElement(tc, "skipped", message=("KNOWN FINDING " + c.message)[:500])
+                so = ET.SubElement(tc, "system-out")
+                so.text = (c.message + "\n" + c.detail).strip()
             elif c.status == "skipped":
                 ET.SubElement(tc, "skipped", message=c.message)
             elif c.message:
@@ -217,21 +251,30 @@ def junit_xml(cases: list[Case]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def markdown(cases: list[Case], elapsed: float, budget: float) -> str:
+def markdown(cases: list[Case], elapsed: float, budget: float, run_id: str) -> str:
     failed = [c for c in cases if c.status == "failed"]
+    known = [c for c in cases if c.status == "known"]
     lines = ["# icecheck check", "",
-             f"**{'FAILED' if failed else 'PASSED'}** in {elapsed:.1f}s (time budget for "
-             f"explorations: {budget:.0f}s)", "",
-             "| part | passed | failed | skipped |", "|---|---|---|---|"]
-    for suite in ("scenarios", "corpus", "explorations"):
+             f"**{'FAILED' if failed else 'PASSED'}** in {elapsed:.1f}s (time budget "
+             f"{budget:.0f}s); run `{run_id}`", "",
+             "| part | passed | failed | known findings | skipped |", "|---|---|---|---|---|"]
+    for suite in SUITES:
         cs = [c for c in cases if c.suite == suite]
-        lines.append(f"| {suite} | {sum(c.status == 'passed' for c in cs)} | "
-                     f"{sum(c.status == 'failed' for c in cs)} | "
-                     f"{sum(c.status == 'skipped' for c in cs)} |")
+        lines.append(f"| {suite} | " + " | ".join(str(sum(c.status == st for c in cs))
+                                                   for st in STATUSES) + " |")
     if failed:
         lines += ["", "## Failures", ""]
         for c in failed:
-            lines += [f"### {c.suite}: {c.name}", "", c.message.replace("\n", " "), ""]
+            lines += [f"### {c.suite}: {c.name} ({c.kind or 'failure'})", "",
+                      c.message.replace("\n", " "), ""]
+            if c.detail:
+                lines += ["```", c.detail.rstrip(), "```", ""]
+    if known:
+        lines += ["", "## Known findings (real anomalies, reported every run; `--strict` fails on "
+                      "them)", ""]
+        for c in known:
+            lines += [f"### KNOWN FINDING {c.suite}: {c.name}", "", c.message.replace("\n", " "),
+                      ""]
             if c.detail:
                 lines += ["```", c.detail.rstrip(), "```", ""]
     lines += ["", "## Corpus traces", ""]
@@ -244,9 +287,11 @@ def markdown(cases: list[Case], elapsed: float, budget: float) -> str:
 
 
 @main.command()
-@click.option("--time-budget", type=click.FloatRange(0), default=DEFAULT_BUDGET,
+@click.option("--time-budget", type=SECONDS, default=DEFAULT_BUDGET,
               show_default=True, help="Seconds for the whole gate; the explorations share "
-                                      "what the scenarios and the corpus leave.")
+                                      "what the scenarios and the corpus leave. An "
+                                      "exploration the budget cuts short of its floor fails "
+                                      "the gate as inconclusive.")
 @click.option("--reports", "reports_dir", default=os.path.join("reports", "check"),
               show_default=True, help="Where to write junit.xml and report.md.")
 @click.option("--explorations", "explorations_path", default=None, metavar="FILE",
@@ -260,53 +305,69 @@ def markdown(cases: list[Case], elapsed: float, budget: float) -> str:
 def check(time_budget: float, reports_dir: str, explorations_path: str | None,
           corpus: str | None, strict: bool, as_json: bool) -> None:
     """The CI gate: the scenario suite, replay of the trace corpus, and the default
-    explorations. Exit 1 if an expectation fails, a trace drifts or a must-hold property is
-    violated."""
-    from icecheck.traces.format import write_atomic
+    explorations. Exit 1 if an expectation fails, a trace drifts, a must-hold property is
+    violated (a known finding only with --strict) or an exploration is inconclusive; 2 on
+    bad input, or when there is nothing to check."""
+    import uuid
+
+    from icecheck.cli.commands_traces import corpus_files, expand_traces
+    from icecheck.traces.format import check_writable_dir, write_together
 
     start = time.monotonic()
     deadline = start + time_budget
+    run_id = uuid.uuid4().hex[:12]
 
     def progress(msg: str) -> None:
         err.print(escape(msg), markup=True)
 
     try:
+        check_writable_dir(reports_dir, "--reports")
         entries = load_explorations(explorations_path or explorations_file())
-        cases = run_scenarios(progress)
-        cases += run_corpus(progress, corpus)
+        scenario_paths = builtin_scenarios()
+        trace_paths = expand_traces((corpus,)) if corpus else corpus_files()
+        for what, got, origin in (
+                ("built-in scenarios", scenario_paths, "icecheck.scenarios.BUILTIN_DIR"),
+                ("traces", trace_paths, corpus or "the shipped corpus"),
+                ("explorations", entries, explorations_path or explorations_file())):
+            if not got:
+                raise InputError(f"nothing to check: no {what} (a gate that checks nothing "
+                                 "must not pass)", origin)
+        cases = run_scenarios(progress, scenario_paths)
+        cases += run_corpus(progress, trace_paths)
     except InputError as e:
         fail_input(e)
     cases += run_explorations(entries, deadline, progress, strict)
     elapsed = time.monotonic() - start
     failed = [c for c in cases if c.status == "failed"]
-    write_atomic(os.path.join(reports_dir, "junit.xml"), junit_xml(cases))
-    write_atomic(os.path.join(reports_dir, "report.md"), markdown(cases, elapsed, time_budget))
+    known = [c for c in cases if c.status == "known"]
+    write_together({os.path.join(reports_dir, "junit.xml"): junit_xml(cases, run_id),
+                    os.path.join(reports_dir, "report.md"): markdown(cases, elapsed,
+                                                                     time_budget, run_id)})
+    counts = {s: {st: sum(c.suite == s and c.status == st for c in cases) for st in STATUSES}
+              for s in SUITES}
     if as_json:
         print(json.dumps({
-            "passed": not failed, "elapsed_s": round(elapsed, 3),
-            "counts": {s: {st: sum(c.suite == s and c.status == st for c in cases)
-                           for st in ("passed", "failed", "skipped")}
-                       for s in ("scenarios", "corpus", "explorations")},
-            "failed": [{"suite": c.suite, "name": c.name, "message": c.message}
+            "passed": not failed, "elapsed_s": round(elapsed, 3), "run_id": run_id,
+            "counts": counts,
+            "failed": [{"suite": c.suite, "name": c.name, "kind": c.kind, "message": c.message}
                        for c in failed],
             "known_findings": [{"suite": c.suite, "name": c.name, "message": c.message}
-                               for c in cases if c.message.startswith("KNOWN FINDING")]},
+                               for c in known]},
             indent=2))
     else:
         for c in failed:
-            out.print(f"[bold red]FAIL[/] {c.suite}/{escape(c.name)}: {escape(c.message)}",
-                      markup=True)
+            out.print(f"[bold red]FAIL[/] {c.suite}/{escape(c.name)} ({c.kind or 'failure'}): "
+                      f"{escape(c.message)}", markup=True)
             if c.detail:
                 out.print(escape(c.detail))
-        for c in cases:
-            if c.message.startswith("KNOWN FINDING"):
-                out.print(f"[bold yellow]KNOWN FINDING[/] {c.suite}/{escape(c.name)}: "
-                          f"{escape(c.message[len('KNOWN FINDING '):])}", markup=True)
-        for suite in ("scenarios", "corpus", "explorations"):
-            cs = [c for c in cases if c.suite == suite]
-            out.print(f"{suite}: {sum(c.status == 'passed' for c in cs)} passed, "
-                      f"{sum(c.status == 'failed' for c in cs)} failed, "
-                      f"{sum(c.status == 'skipped' for c in cs)} skipped")
+        for c in known:
+            out.print(f"\n[bold yellow]KNOWN FINDING[/] {c.suite}/{escape(c.name)}:", markup=True)
+            out.print(escape(c.message), soft_wrap=False)
+        for suite in SUITES:
+            cs = counts[suite]
+            out.print(f"{suite}: {cs['passed']} passed, {cs['failed']} failed"
+                      + (f", {cs['known']} known findings" if cs["known"] else "")
+                      + (f", {cs['skipped']} skipped" if cs["skipped"] else ""))
         out.print(f"\nicecheck check: {'FAILED' if failed else 'passed'} in {elapsed:.1f}s; "
-                  f"reports in {reports_dir}/")
+                  f"reports in {reports_dir}/ (run {run_id})")
     sys.exit(EXIT_FAILED if failed else EXIT_OK)

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from icecheck.cli.main import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
+from icecheck.cli.main import EXIT_FAILED, EXIT_OK, SECONDS, err, fail_input, main, out
 from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
@@ -33,21 +33,34 @@ def print_trace(doc: dict) -> None:
     out.print(escape(doc["explanation"]), markup=True)
 
 
-def finish_run(result, traces, save_dir: str | None, as_json: bool, report) -> None:
+def finish_run(result, traces, save_dir: str | None, as_json: bool, report,
+               strict: bool = False) -> None:
     """The end of every ``explore`` engine: save the traces (``(property, trace)`` pairs; a
     later one of the same property wins), print the result as JSON or via ``report(result,
-    saved)``, and exit 1 if a must-hold property failed, else 0."""
+    saved)``, and exit by the one rule every command follows (README, "Exit codes"): 1 if a
+    must-hold property failed that is not a recorded known finding (any, with ``strict``), or
+    if the run never reached its floor (``engines.config.floor_events``); else 0."""
+    from icecheck.engines.config import missing_floor
+
     saved: dict[str, str] = {}
     if save_dir:
         for prop, doc in traces:
             saved[prop] = save_trace(doc, save_dir)
+    reached = getattr(result, "reached", None)       # z3 proves over every run: no floor
+    missing = missing_floor(result.config, reached) if reached is not None else []
     if as_json:
         doc = result.as_json()
         doc["saved_traces"] = saved
+        doc["floor_missing"] = missing
         print(json.dumps(doc, indent=2))
     else:
         report(result, saved)
-    sys.exit(EXIT_FAILED if result.failed else EXIT_OK)
+    if missing:
+        err.print(f"[bold red]INCONCLUSIVE[/]: the run never reached {escape(', '.join(missing))} "
+                  "(properties/reachability.py), so it checked nothing there; give it more "
+                  "examples, states or time", markup=True)
+    failed = result.failed if strict else result.failed_new
+    sys.exit(EXIT_FAILED if failed or missing else EXIT_OK)
 
 
 def save_trace(doc: dict, folder: str) -> str:
@@ -80,7 +93,7 @@ def save_trace(doc: dict, folder: str) -> str:
 @click.option("--max-examples", type=click.IntRange(1), default=500, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Hypothesis seed (same seed, same result).")
-@click.option("--time-budget", type=click.FloatRange(0), default=None,
+@click.option("--time-budget", type=SECONDS, default=None,
               help="Stop generating after SECONDS (shrinking a found failure still finishes).")
 @click.option("--hypothesis-profile", type=click.Choice(["ci", "dev"]), default="ci",
               show_default=True, help="Hypothesis settings profile.")
@@ -89,6 +102,9 @@ def save_trace(doc: dict, folder: str) -> str:
                    "an allowed one, and shrink it into a trace.")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the minimal trace here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 on known findings too (real anomalies recorded in "
+                   "properties/expectations.yaml); without it they are reported, exit 0.")
 @click.option("--interactive", is_flag=True,
               help="Serve the interleaving explorer on 127.0.0.1 and print its URL "
                    "(docs/explorer.md); --save-trace DIR is where its page saves traces.")
@@ -109,7 +125,7 @@ def save_trace(doc: dict, folder: str) -> str:
               help="bfs: worker processes (default: every core). Results do not depend on it.")
 def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
-            as_json, interactive=False, trace=None, port=0, max_depth=None, retries=None,
+            as_json, strict=False, interactive=False, trace=None, port=0, max_depth=None, retries=None,
             max_files=None, max_states=None, no_symmetry=False, no_por=False,
             workers=None) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
@@ -142,13 +158,14 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         fail_input(e)
     if engine == "z3":
         from icecheck.cli.commands_z3 import run_z3
-        run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json)
+        run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json,
+               strict)
         return
     if engine in ("bfs", "dfs"):
         run_exhaustive(cfg, engine=engine, retries=retries, max_depth=max_depth,
                        max_files=max_files, max_states=max_states, symmetry=not no_symmetry,
                        por=not no_por, workers=workers, time_budget=time_budget,
-                       properties=properties, save_dir=save_dir, as_json=as_json)
+                       properties=properties, save_dir=save_dir, as_json=as_json, strict=strict)
         return
     progress, update = progress_bar(max_examples, f"exploring {cfg.name}")
     with progress:
@@ -156,18 +173,21 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                              max_examples=max_examples, seed=seed, time_budget=time_budget,
                              properties=properties, progress=update)
     finish_run(result, [(f.property, f.trace) for f in result.findings], save_dir, as_json,
-               report_result)
+               report_result, strict)
 
 
 def report_result(result, saved: dict[str, str]) -> None:
     cfg = result.config
     err.print(f"{cfg.name}: {result.examples} runs, {result.states} distinct states, "
               f"{result.elapsed:.1f}s (hypothesis profile {result.hypothesis_profile}, "
-              f"seed {result.seed})" + (", time budget spent" if result.timed_out else ""))
+              f"seed {result.seed})"
+              + (f"; CUT by the time budget after {result.examples} runs (of up to "
+                 f"{result.max_examples}); a rerun that reaches the same number of runs gives "
+                 "the same result" if result.timed_out else ""))
     for f in result.findings:
         if f.unexpected and f.known:
             ref = (f.trace.get("expectation") or {}).get("trace", "")
-            label = f"[bold red]VIOLATED[/] (a known finding{', corpus ' + escape(ref) if ref else ''})"
+            label = f"[bold yellow]KNOWN FINDING[/]{' (corpus ' + escape(ref) + ')' if ref else ''}"
         else:
             label = "[bold red]VIOLATED[/]" if f.unexpected else "[yellow]allowed anomaly[/]"
         out.print(f"\n{label} {escape(f.property)}: Hypothesis shrank it to "
@@ -180,6 +200,8 @@ def report_result(result, saved: dict[str, str]) -> None:
                       f"(replay: icecheck replay {escape(saved[f.property])})", markup=True)
     if not result.failed:
         out.print("[green]no unexpected violation[/]", markup=True)
+    elif not result.failed_new:
+        out.print("[yellow]only known findings[/] (exit 0; --strict fails on them)", markup=True)
     if result.unexpected_seen:
         out.print("[yellow]unexpected violations of properties not hunted:[/] " + ", ".join(
             f"{p} ({n} states)" for p, n in sorted(result.unexpected_seen.items())), markup=True)
@@ -191,7 +213,7 @@ def report_result(result, saved: dict[str, str]) -> None:
 
 # -- bfs / dfs ------------------------------------------------------------------------------------
 def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, symmetry, por,
-                   workers, time_budget, properties, save_dir, as_json) -> None:
+                   workers, time_budget, properties, save_dir, as_json, strict=False) -> None:
     """``icecheck explore --engine bfs|dfs``: exhaust the configuration within the bounds."""
     from rich.live import Live
     from rich.text import Text
@@ -220,7 +242,7 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         fail_input(InputError(str(e), "--engine"))
     found = list(result.violations.values()) + list(result.allowed.values())
     finish_run(result, [(v.property, v.trace) for v in found if v.trace is not None], save_dir,
-               as_json, report_exhaustive)
+               as_json, report_exhaustive, strict)
 
 
 def report_exhaustive(result, saved: dict[str, str]) -> None:
@@ -229,6 +251,8 @@ def report_exhaustive(result, saved: dict[str, str]) -> None:
     status = ("exhausted" if result.complete else f"stopped: {result.stopped}")
     out.print(f"{escape(cfg.name)} [{result.engine}, {red or 'no reduction'}, "
               f"{result.workers} worker(s)]: {status}", markup=True)
+    for note in result.notes:
+        err.print(f"[yellow]note:[/] {escape(note)}", markup=True)
     out.print(f"states {result.states:,}  transitions {result.transitions:,} "
               f"(of {result.enabled_transitions:,} enabled)  max_depth {result.max_depth}  "
               f"seconds {result.seconds:.2f}  states_per_s {result.states_per_s:,.0f}  "
@@ -237,8 +261,8 @@ def report_exhaustive(result, saved: dict[str, str]) -> None:
     for v in result.violations.values():
         if v.known:
             ref = (v.trace or {}).get("expectation", {}) or {}
-            label = (f"[bold red]VIOLATED[/] (known finding"
-                     f"{', corpus ' + escape(ref.get('trace', '')) if ref.get('trace') else ''})")
+            label = (f"[bold yellow]KNOWN FINDING[/]"
+                     f"{' (corpus ' + escape(ref.get('trace', '')) + ')' if ref.get('trace') else ''}")
         else:
             label = "[bold red]VIOLATED[/]"
         _print_violation(label, v, result, saved)

@@ -41,12 +41,13 @@ def z3() -> None:
               help="Hunt only this property (repeatable).")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the traces here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--strict", is_flag=True, help="Exit 1 on known findings too.")
 def search(profile, writers, ops, mix, keys, catalog, format_version, depth, properties,
-           save_dir, as_json) -> None:
+           save_dir, as_json, strict) -> None:
     """Bounded model checking with z3: every run of at most DEPTH actions.
 
-    Exit 1 if a property that must hold is violated (the trace, replayed on the model, is
-    printed), 0 otherwise ("no violation within bounds" when z3 proves there is none),
+    Exit 1 if a property that must hold is violated and is not a recorded known finding (any,
+    with --strict; the trace, replayed on the model, is printed), 0 otherwise ("no violation within bounds" when z3 proves there is none),
     2 on bad arguments or a configuration the encoding does not model.
     """
     from icecheck.engines.config import build_model_config, mix_config
@@ -62,10 +63,10 @@ def search(profile, writers, ops, mix, keys, catalog, format_version, depth, pro
         build_model_config(cfg, "<arguments>")
     except InputError as e:
         fail_input(e)
-    run_z3(cfg, depth, properties, save_dir, as_json)
+    run_z3(cfg, depth, properties, save_dir, as_json, strict)
 
 
-def run_z3(cfg, depth: int, properties, save_dir, as_json) -> None:
+def run_z3(cfg, depth: int, properties, save_dir, as_json, strict: bool = False) -> None:
     """Run the z3 search on ``cfg``, print its result, and exit (shared with
     ``icecheck explore --engine z3``)."""
     from icecheck.engines.z3_engine import Z3Unsupported, z3_search
@@ -83,7 +84,7 @@ def run_z3(cfg, depth: int, properties, save_dir, as_json) -> None:
                   f"z3 + replay {result.solve_seconds:.2f}s)")
         for p, doc in result.traces.items():
             if p in result.unexpected:
-                label = ("[bold red]VIOLATED[/] (a known finding)" if p in result.known
+                label = ("[bold yellow]KNOWN FINDING[/]" if p in result.known
                          else "[bold red]VIOLATED[/]")
             else:
                 label = "[yellow]allowed anomaly[/]"
@@ -99,7 +100,7 @@ def run_z3(cfg, depth: int, properties, save_dir, as_json) -> None:
             out.print(f"[green]no unexpected violation within bounds[/] (depth {depth})",
                       markup=True)
 
-    finish_run(result, list(result.traces.items()), save_dir, as_json, report)
+    finish_run(result, list(result.traces.items()), save_dir, as_json, report, strict)
 
 
 @z3.command("prove-filters")

@@ -32,6 +32,27 @@ def builtin_scenarios() -> list[str]:
     return builtin_scenario_files()
 
 
+class Seconds(click.ParamType):
+    """A time budget in seconds: a finite number greater than 0 (``nan``, ``inf``, 0 and
+    negative budgets are usage errors, exit 2, naming the option)."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(x) or x <= 0:
+            self.fail(f"{value!r} is not a positive, finite number of seconds", param, ctx)
+        return x
+
+
+SECONDS = Seconds()
+
+
 def fail_input(e: InputError) -> None:
     err.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)
     sys.exit(EXIT_INPUT)
@@ -116,5 +137,35 @@ from icecheck.cli.conform import conform  # noqa: E402
 
 main.add_command(conform)
 
+
+def entry() -> None:
+    """The console entry point: ``main`` with one exit-code rule for interruptions.
+
+    Click turns Ctrl-C into "Aborted!" and exit 1, which a CI system reads as a failed check;
+    here Ctrl-C (SIGINT) always ends the command promptly with exit 130, the shell's code for
+    an interrupted command, and no traceback.
+    """
+    try:
+        rv = main.main(standalone_mode=False)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        err.print("interrupted")
+        sys.exit(130)
+    except click.exceptions.UsageError as e:
+        if type(e).__name__ == "NoArgsIsHelpError":      # `icecheck` alone: the help
+            e.show()
+        else:        # one line naming the option, like every other input error
+            opt = f" (see icecheck {e.ctx.command_path.split(' ', 1)[-1]} --help)" \
+                if e.ctx is not None and " " in e.ctx.command_path else ""
+            err.print(f"[bold red]error:[/] {escape(e.format_message())}{escape(opt)}",
+                      markup=True)
+        sys.exit(EXIT_INPUT)
+    except click.exceptions.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -161,9 +161,12 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
     UPDATE and MERGE write a value naming the writer and operation (``w2.1``), so every row
     version is distinguishable; INSERT adds a fresh key per writer and operation.
     """
+    if not mix:
+        raise InputError(f"name at least one command (some of {', '.join(MIX_KINDS)})", "--mix")
     for kind in mix:
         if kind not in MIX_KINDS:
-            raise InputError(f"unknown mix kind {kind!r}; expected some of {', '.join(MIX_KINDS)}")
+            raise InputError(f"unknown mix kind {kind!r}; expected some of {', '.join(MIX_KINDS)}",
+                             "--mix")
     programs = []
     for w in range(1, writers + 1):
         prog = []
@@ -190,6 +193,37 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                          crashes=crashes,
                          name=f"{profile} {writers}w x {ops_per_writer} op(s) {'/'.join(mix)} "
                               f"keys={keys} {catalog} v{format_version}")
+
+
+#: Events that show a run exercised concurrency at all: two writers met (one lost a race, one
+#: failed validation against the other's commit, or one committed on top of the other's).
+CONCURRENCY_EVENTS = ("lost_race", "validation_conflict", "concurrent_committed_writes",
+                      "commit_from_stale_base")
+
+
+def floor_events(cfg: ExploreConfig) -> list[tuple[str, ...]]:
+    """What any honest run of ``cfg`` must reach, as groups of alternative "sometimes" events
+    (``properties/reachability.py``); a run that misses a group checked nothing there.
+
+    * ``commit``: some operation committed. Every mix command but COMPACT commits when it runs
+      alone on the initial rows, so a run that never saw a commit never got anywhere.
+    * with two or more writers, one of ``CONCURRENCY_EVENTS``: two writers that begin at the
+      same snapshot and both run meet in one of these ways, whatever the catalog or profile.
+    """
+    active = [prog for prog in cfg.writers if prog]
+    commands = [dict(c) for prog in active for entry in prog for c in entry]
+    if not commands or all(c.get("sql") == "COMPACT" for c in commands):
+        return []
+    floor = [("commit",)]
+    if len(active) >= 2:
+        floor.append(CONCURRENCY_EVENTS)
+    return floor
+
+
+def missing_floor(cfg: ExploreConfig, reached) -> list[str]:
+    """The floor groups ``reached`` misses, each as ``a|b|c`` (empty: the floor is met)."""
+    got = set(reached)
+    return ["|".join(group) for group in floor_events(cfg) if not got & set(group)]
 
 
 def command_text(command: tuple) -> str:

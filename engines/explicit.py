@@ -100,6 +100,13 @@ class Result:
     reached: Counter = field(default_factory=Counter)
     outcomes: set = field(default_factory=set)     # final-state outcome signatures
     symmetry_classes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)      # what the user should know about the run
+
+    def note_symmetry(self, note: str) -> None:
+        """The fingerprinter turned symmetry off (a group too large to enumerate)."""
+        if note:
+            self.symmetry = False
+            self.notes.append(note)
 
     @property
     def states_per_s(self) -> float:
@@ -107,8 +114,8 @@ class Result:
 
     @property
     def failed(self) -> bool:
-        """A must-hold property is violated (known findings included, as in explore hypothesis;
-        ``failed_strictly_new`` excepts them, like the CI gate)."""
+        """A must-hold property is violated (known findings included; ``failed_new`` excepts
+        them: every command exits 1 on ``failed_new``, or on ``failed`` with --strict)."""
         return bool(self.violations)
 
     @property
@@ -131,11 +138,13 @@ class Result:
             "bounds": {"max_depth": self.bounds.max_depth, "max_files": self.bounds.max_files,
                        "max_states": self.bounds.max_states},
             "symmetry_classes": [[f"w{i}" for i in c] for c in self.symmetry_classes],
+            "notes": list(self.notes),
             "states": self.states, "transitions": self.transitions,
             "enabled_transitions": self.enabled_transitions, "max_depth": self.max_depth,
             "seconds": round(self.seconds, 3), "states_per_s": round(self.states_per_s, 1),
             "complete": self.complete, "stopped": self.stopped, "cut_by_bounds": self.cut,
             "final_states": self.final_states, "failed": self.failed,
+            "failed_new": self.failed_new,
             "violations": [v.as_json() for v in self.violations.values()],
             "allowed": [dict(v.as_json(), states=self.allowed_counts[p])
                         for p, v in self.allowed.items()],
@@ -395,11 +404,14 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
         pool = None
         local = _Local(*args)
         res.symmetry_classes = local.ex.classes
+        res.note_symmetry(local.ex.fp.note)
     else:
         import multiprocessing as mp
         ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
         pool = [_Remote(ctx, *args) for _ in range(workers)]
-        res.symmetry_classes = Fingerprinter(cfg, symmetry).classes
+        fp = Fingerprinter(cfg, symmetry)
+        res.symmetry_classes = fp.classes
+        res.note_symmetry(fp.note)
 
     def broadcast(op, per_worker_args):
         if pool is None:
@@ -443,7 +455,7 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             judged_all: list = []
             pos = [0] * workers
             while any(pos[k] < len(by_owner[k]) for k in range(workers)):
-                if deadline is not None and time.monotonic() > deadline:
+                if deadline is not None and time.monotonic() >= deadline:
                     res.stopped = "time budget"
                     raise _Stop()
                 reqs = [(by_owner[k][pos[k]:pos[k] + batch], depth) for k in range(workers)]
@@ -522,6 +534,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
     res = Result(cfg, DFS, symmetry, por, 1, bounds)
     ex = Expander(cfg, symmetry, por, bounds, evaluate)
     res.symmetry_classes = ex.classes
+    res.note_symmetry(ex.fp.note)
     model = ex.model
     rec = _Recorder(res, start)
     s0 = model.initial()
@@ -595,7 +608,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
                 if progress:
                     progress({"states": res.states, "depth": depth + 1, "frontier": len(stack),
                               "transitions": res.transitions, "elapsed": now - start})
-                if deadline is not None and now > deadline:
+                if deadline is not None and now >= deadline:
                     res.stopped = "time budget"
                     break
             if bounds.max_states is not None and res.states >= bounds.max_states:

@@ -47,6 +47,17 @@ settings.register_profile(
     verbosity=Verbosity.quiet, report_multiple_bugs=True)
 
 
+class BudgetSpent(KeyboardInterrupt):
+    """The time budget ran out: ends a Hypothesis run between (or inside) examples.
+
+    A ``KeyboardInterrupt`` because that is the one exception Hypothesis treats as "the run
+    was stopped": it neither shrinks it as a failure nor records the interrupted example in
+    its data tree (any other exception would be recorded, and the next run over the same
+    choices would look flaky). ``explore`` catches it before anything else can and reports
+    the examples completed before it.
+    """
+
+
 class PropertyViolated(AssertionError):
     """Raised by the invariant: an unexpected (or hunted) violation."""
 
@@ -105,6 +116,11 @@ class ExploreResult:
         return any(f.unexpected for f in self.findings)
 
     @builtins.property
+    def failed_new(self) -> bool:
+        """Did a must-hold property fail that is not a recorded known finding?"""
+        return any(f.unexpected and not f.known for f in self.findings)
+
+    @builtins.property
     def finding(self) -> Finding | None:
         """The primary finding: unexpected first, then in the order of PROPERTIES."""
         return self.findings[0] if self.findings else None
@@ -124,7 +140,7 @@ class ExploreResult:
             "hypothesis_profile": self.hypothesis_profile, "seed": self.seed,
             "max_examples": self.max_examples, "examples": self.examples,
             "states": self.states, "elapsed_s": round(self.elapsed, 3),
-            "timed_out": self.timed_out, "failed": self.failed,
+            "timed_out": self.timed_out, "failed": self.failed, "failed_new": self.failed_new,
             "findings": [f.as_json() for f in self.findings],
             "allowed": dict(sorted(self.allowed.items())),
             "unexpected_outside_hunt": dict(sorted(self.unexpected_seen.items())),
@@ -136,11 +152,13 @@ class _Collector:
     """Shared by every machine instance of one run: caches, budget, what was seen."""
 
     def __init__(self, cfg: ExploreConfig, model: Model, hunt: frozenset[str],
-                 deadline: float | None, progress: Callable[[int], None] | None):
+                 deadline: float | None, progress: Callable[[int], None] | None,
+                 clock: Callable[[], float] = time.monotonic):
         from icecheck.traces.execute import judge, reached
 
         self.cfg, self.model, self.hunt = cfg, model, hunt
         self.deadline = deadline
+        self.clock = clock
         self.progress = progress
         self._judge, self._reached = judge, reached
         self.nodes: dict[tuple[str, ...], tuple[State, list[Action]]] = {}
@@ -156,16 +174,42 @@ class _Collector:
         self.reached: set[str] = set()
         self.examples = 0
         self.timed_out = False
+        self.states_reported: int | None = None   # set by a cut: states before the cut example
+        self._snapshot: tuple | None = None
 
-    @property
-    def active(self) -> bool:
-        """Generate steps? Not once the time budget is spent (but always while shrinking)."""
-        if self.failures or self.deadline is None:
-            return True
-        if time.monotonic() < self.deadline:
-            return True
-        self.timed_out = True
-        return False
+    def begin_example(self) -> None:
+        """A new example starts: cut the run here if the time budget is spent.
+
+        The cut is never a flaky precondition (Hypothesis would see the same data take another
+        path, ``FlakyStrategyDefinition``): ``BudgetSpent`` ends the whole run, and what the
+        run reports is what it had *before* this example, so the result depends only on the
+        seed and the number of examples completed, never on the machine's speed.
+        """
+        self.check_budget()
+        self.examples += 1
+        self._snapshot = (len(self.nodes), dict(self.allowed),
+                          {k: list(v) for k, v in self.allowed_examples.items()},
+                          dict(self.unexpected_seen), set(self.reached), self.examples - 1)
+        if self.progress is not None:
+            self.progress(self.examples)
+
+    def check_budget(self) -> None:
+        """Raise ``BudgetSpent`` once the deadline has passed, unless a failure was found:
+        then Hypothesis's shrinking (bounded by its own count of shrink steps, so
+        deterministic) finishes, because a counterexample must be minimal, and a cut
+        mid-shrink would leave one that is only locally minimal."""
+        if self.failures:
+            return
+        if self.deadline is not None and self.clock() >= self.deadline:
+            self.timed_out = True
+            raise BudgetSpent()
+
+    def rollback(self) -> None:
+        """Forget the example the cut interrupted (its states and events are not reported)."""
+        if self._snapshot is None:
+            return
+        (self.states_reported, self.allowed, self.allowed_examples, self.unexpected_seen,
+         self.reached, self.examples) = self._snapshot
 
     def node(self, path: tuple[str, ...]) -> tuple[State, list[Action]]:
         got = self.nodes.get(path)
@@ -214,24 +258,23 @@ def _machine(col: _Collector) -> type[RuleBasedStateMachine]:
         def __init__(self) -> None:
             super().__init__()
             self.path: tuple[str, ...] = ()
-            col.examples += 1
-            if col.progress is not None:
-                col.progress(col.examples)
+            col.begin_example()
 
         def _enabled(self) -> list[Action]:
             return col.node(self.path)[1]
 
-        @precondition(lambda self: bool(self._enabled()) and col.active)
+        @precondition(lambda self: bool(self._enabled()))
         @rule(data=st.data())
         def step(self, data) -> None:
+            col.check_budget()
             actions = self._enabled()
             i = data.draw(st.integers(0, len(actions) - 1), label="action")
             self.path = self.path + (str(actions[i]),)
 
-        @precondition(lambda self: not (bool(self._enabled()) and col.active))
+        @precondition(lambda self: not self._enabled())
         @rule()
         def idle(self) -> None:
-            """A final state (or the time budget is spent): nothing to do."""
+            """A final state: nothing to do."""
 
         @invariant()
         def properties_hold(self) -> None:
@@ -251,12 +294,17 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
             max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int = 0,
             time_budget: float | None = None, properties: tuple[str, ...] = (),
             progress: Callable[[int], None] | None = None,
-            shrink: bool = True) -> ExploreResult:
+            shrink: bool = True, clock: Callable[[], float] = time.monotonic) -> ExploreResult:
     """Explore ``cfg`` with Hypothesis; return a canonical minimal trace per violated property.
 
     Without ``properties``, a run fails on any unexpected (must-hold) violation. With them, it
     hunts those properties only: it fails on any violation of them, allowed or not (so an
     allowed anomaly can be shrunk into a trace), and counts the other unexpected ones.
+
+    ``time_budget`` (seconds of ``clock``) cuts the run cleanly between or inside examples
+    (``BudgetSpent``); the result then holds the examples completed before the cut, so it
+    depends only on the seed and how many examples were reached. Tests pass a counting
+    ``clock`` to cut at a chosen point, independent of the machine's speed.
     """
     from icecheck.traces.canonical import shrink as shrink_trace
     from icecheck.traces.execute import build_trace, model_for
@@ -264,8 +312,8 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
     name = PROFILES.get(hypothesis_profile, hypothesis_profile)
     model = model_for(cfg)
     start = time.monotonic()
-    deadline = start + time_budget if time_budget is not None else None
-    col = _Collector(cfg, model, frozenset(properties), deadline, progress)
+    deadline = clock() + time_budget if time_budget is not None else None
+    col = _Collector(cfg, model, frozenset(properties), deadline, progress, clock)
     machine = _machine(col)
     machine._hypothesis_internal_use_seed = seed      # what @seed(...) sets
     run_settings = settings(settings.get_profile(name), max_examples=max_examples,
@@ -274,10 +322,13 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
     try:
         with with_reporter(lambda _msg: None):
             run_state_machine_as_test(machine, settings=run_settings)
+    except BudgetSpent:
+        col.rollback()
     except Exception:
         if not col.failures:
             raise
-    result.examples, result.states = col.examples, len(col.nodes)
+    result.examples = col.examples
+    result.states = col.states_reported if col.states_reported is not None else len(col.nodes)
     result.timed_out = col.timed_out
     result.allowed, result.allowed_examples = col.allowed, col.allowed_examples
     result.unexpected_seen = col.unexpected_seen

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import re
 from dataclasses import fields, is_dataclass
 from typing import Any
@@ -48,6 +49,8 @@ _WTOKEN = re.compile(r"\bw(\d+)\b")
 _NTOKEN = re.compile(r"\b(\d+)(\d{3})\b")
 _MOD = 1 << 128
 _CACHE_ATTR = "_icecheck_fp"
+#: The largest symmetry group the canonicaliser enumerates (6! = 720 permutations per state).
+MAX_GROUP = 720
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -131,8 +134,16 @@ class Fingerprinter:
     """Canonical state fingerprints for one configuration."""
 
     def __init__(self, cfg, symmetry: bool = True):
-        self.classes = symmetry_classes(cfg) if symmetry else [[i] for i in
-                                                               range(1, len(cfg.writers) + 1)]
+        singletons = [[i] for i in range(1, len(cfg.writers) + 1)]
+        self.classes = symmetry_classes(cfg) if symmetry else singletons
+        self.note = ""
+        size = math.prod(math.factorial(len(c)) for c in self.classes)
+        if size > MAX_GROUP:
+            # min over every permutation costs |G| hashes per state: with 9 interchangeable
+            # writers that is 362,880, and a search would spend minutes on its first state.
+            self.note = (f"writer symmetry off: {size:,} permutations per state exceed "
+                         f"{MAX_GROUP:,} (at most 6 interchangeable writers)")
+            self.classes = singletons
         self.perms = [Perm(k, p) for k, p in enumerate(group(self.classes))]
         self.nperms = len(self.perms)
         self.symmetric = self.nperms > 1

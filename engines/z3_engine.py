@@ -103,6 +103,11 @@ class Z3Result:
         counts them; ``known`` tells them apart)."""
         return bool(self.unexpected)
 
+    @property
+    def failed_new(self) -> bool:
+        """A must-hold property was violated that is not a recorded known finding."""
+        return bool(self.unexpected - self.known)
+
     def as_json(self) -> dict:
         return {
             "engine": "z3", "config": self.config.name, "profile": self.config.profile,
@@ -112,7 +117,7 @@ class Z3Result:
             "known_findings": sorted(self.known),
             "unsat_within_bounds": self.unsat_within_bounds,
             "unexpected_unsat_within_bounds": self.unexpected_unsat,
-            "failed": self.failed,
+            "failed": self.failed, "failed_new": self.failed_new,
             "traces": {p: {"id": t["id"], "kind": t["kind"], "actions": t["actions"],
                            "explanation": t["explanation"]} for p, t in self.traces.items()},
             "lineage_nodes": self.nodes, "model_runs": self.model_runs, "table_facts": self.facts,

@@ -1,3 +1,3 @@
-from icecheck.cli.main import main
+from icecheck.cli.main import entry
 
-main()
+entry()

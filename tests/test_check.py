@@ -16,17 +16,97 @@ def icecheck(*args, env_extra=None):
                           text=True, cwd=ROOT, env=env)
 
 
-def test_check_tiny_budget_passes_and_writes_reports(tmp_path):
+def test_check_tiny_budget_is_inconclusive_and_fails(tmp_path):
+    """A budget too small to explore is not a pass: the explorations are inconclusive (exit 1),
+    and the reports of the run still appear, together, with one run id."""
     reports = tmp_path / "reports"
-    proc = icecheck("check", "--time-budget", "0.01", "--reports", str(reports))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "corpus: 7 passed" in proc.stdout or "corpus:" in proc.stdout
+    proc = icecheck("check", "--time-budget", "0.01", "--reports", str(reports), "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["counts"]["scenarios"]["passed"] >= 100 and doc["counts"]["corpus"]["passed"] >= 7
+    assert {f["kind"] for f in doc["failed"]} == {"inconclusive"}
     root = ET.parse(reports / "junit.xml").getroot()
     suites = {s.get("name"): s for s in root}
     assert set(suites) == {"scenarios", "corpus", "explorations"}
     assert int(suites["corpus"].get("tests")) >= 7
-    assert "# icecheck check" in (reports / "report.md").read_text()
+    assert suites["explorations"].get("failures") == str(len(doc["failed"]))
+    run_ids = {p.get("value") for p in root.iter("property") if p.get("name") == "icecheck.run_id"}
+    assert run_ids == {doc["run_id"]}
+    assert f"run `{doc['run_id']}`" in (reports / "report.md").read_text()
     assert not [p for p in os.listdir(reports) if p.endswith(".tmp")]
+
+
+def _check_junit_schema(root):
+    """The rules of the common JUnit schema (Jenkins xunit-plugin junit-10.xsd) that CI tools
+    enforce: required attributes, numeric counts that add up, failure type and message."""
+    import re
+
+    assert root.tag == "testsuites"
+    for suite in root:
+        assert suite.tag == "testsuite"
+        for attr in ("name", "tests", "failures", "errors"):
+            assert suite.get(attr) is not None, f"testsuite lacks {attr}"
+        assert re.fullmatch(r"[0-9]*(\.[0-9]*)?", suite.get("time"))
+        cases = [c for c in suite if c.tag == "testcase"]
+        assert {c.tag for c in suite} <= {"testcase", "properties", "system-out", "system-err"}
+        assert int(suite.get("tests")) == len(cases)
+        assert int(suite.get("failures")) == sum(1 for c in cases if c.find("failure") is not None)
+        assert int(suite.get("skipped")) == sum(1 for c in cases if c.find("skipped") is not None)
+        for c in cases:
+            assert c.get("name")
+            assert {x.tag for x in c} <= {"skipped", "error", "failure", "system-out", "system-err"}
+            for f in c.findall("failure"):
+                assert f.get("type") and f.get("message") is not None
+        for prop in suite.iter("property"):
+            assert prop.get("name") and prop.get("value") is not None
+
+
+def test_check_junit_follows_the_schema_and_shows_known_findings(tmp_path):
+    explorations = tmp_path / "x.yaml"
+    explorations.write_text(KNOWN)
+    reports = tmp_path / "r"
+    proc = icecheck("check", "--time-budget", "60", "--explorations", str(explorations),
+                    "--reports", str(reports))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    root = ET.parse(reports / "junit.xml").getroot()
+    _check_junit_schema(root)
+    skipped = [s.get("message") for s in root.iter("skipped")]
+    assert any(m.startswith("KNOWN FINDING") for m in skipped), skipped
+    assert "KNOWN FINDING" in proc.stdout
+
+
+def test_check_nothing_to_check_is_an_input_error(tmp_path):
+    empty = tmp_path / "corpus"
+    empty.mkdir()
+    proc = icecheck("check", "--corpus", str(empty), "--reports", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "nothing to check" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    x = tmp_path / "x.yaml"
+    x.write_text("explorations: []\n")
+    proc = icecheck("check", "--explorations", str(x), "--reports", str(tmp_path / "r"))
+    assert proc.returncode == 2 and f"{x}: nothing to check" in proc.stderr
+
+
+def test_check_rejects_nonsense_budgets_and_unwritable_reports(tmp_path):
+    for budget in ("nan", "inf", "0", "-1", "soon"):
+        proc = icecheck("check", "--time-budget", budget, "--reports", str(tmp_path / "r"))
+        assert proc.returncode == 2, budget
+        assert "--time-budget" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = icecheck("check", "--reports", str(blocker / "sub"))
+    assert proc.returncode == 2 and "--reports" in proc.stderr
+    assert "[scenario" not in proc.stderr          # refused before any work
+
+
+def test_stale_temporary_reports_are_cleaned(tmp_path):
+    from icecheck.traces.format import write_together
+
+    stale = tmp_path / ".junit.xml.abc123.tmp"
+    stale.write_text("half")
+    write_together({str(tmp_path / "junit.xml"): "<a/>", str(tmp_path / "report.md"): "# r"})
+    assert sorted(os.listdir(tmp_path)) == ["junit.xml", "report.md"]
 
 
 def test_check_drifted_corpus_exits_1(tmp_path):

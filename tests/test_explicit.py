@@ -182,7 +182,7 @@ def test_bounds_and_time_budget():
     cfg = mix_config("spark-3.5-mor-serializable", 3, 2, ("delete", "update"), 1)
     r = search(cfg, engine="bfs", bounds=Bounds(max_depth=3), traces=False)
     assert r.complete and r.max_depth == 3 and r.cut > 0
-    r = search(cfg, engine="bfs", time_budget=0.5, traces=False)
+    r = search(cfg, engine="bfs", time_budget=1e-6, traces=False)   # spent after the first state
     assert not r.complete and r.stopped == "time budget"
 
 
@@ -206,9 +206,11 @@ def test_cli_bfs(tmp_path):
     assert "no violation within bounds" in res.output
     res = CliRunner().invoke(main, ["explore", "--engine", "bfs", "--profile",
                                     "spark-3.5-mor-snapshot", "--mix", "delete,update",
-                                    "--workers", "2", "--json", "--save-trace", str(tmp_path)])
-    assert res.exit_code == 1
+                                    "--workers", "2", "--json", "--save-trace", str(tmp_path),
+                                    "--strict"])
+    assert res.exit_code == 1            # known findings: exit 1 only with --strict
     doc = json.loads(res.output)
+    assert doc["failed"] and not doc["failed_new"]
     assert {v["property"] for v in doc["violations"]} == {"isolation", "undelete"}
     assert doc["complete"] and doc["states"] > 0
     assert len(list(tmp_path.glob("*.json"))) == 2

@@ -19,7 +19,7 @@ def icecheck(*args):
 
 def test_hypothesis_finds_and_shrinks_the_undelete():
     cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update", "insert"), 1)
-    r = explore(cfg, max_examples=300, seed=0, time_budget=30)
+    r = explore(cfg, max_examples=300, seed=0)
     assert r.failed
     found = {f.property: f for f in r.findings}
     assert "undelete" in found
@@ -31,7 +31,7 @@ def test_hypothesis_finds_and_shrinks_the_undelete():
     assert replay_doc(f.trace).ok
     assert r.reached                                              # not vacuous
     # same seed -> same result
-    again = explore(cfg, max_examples=300, seed=0, time_budget=30)
+    again = explore(cfg, max_examples=300, seed=0)
     assert [(x.property, x.hypothesis_actions, x.trace["actions"]) for x in again.findings] == \
         [(x.property, x.hypothesis_actions, x.trace["actions"]) for x in r.findings]
 
@@ -46,14 +46,64 @@ def test_hunting_an_allowed_anomaly():
     assert not plain.findings and plain.allowed.get("lost_write")
 
 
-def test_explore_cli_exit_1_and_saves_trace(tmp_path):
-    proc = icecheck("explore", "--engine", "hypothesis", "--profile", "spark-3.5-mor-snapshot",
-                    "--writers", "2", "--mix", "delete,update,insert", "--keys", "1",
-                    "--max-examples", "300", "--save-trace", str(tmp_path), "--json")
-    assert proc.returncode == 1, proc.stderr
+def test_explore_cli_known_finding_exit_0_strict_exit_1(tmp_path):
+    """One rule in every command: a known finding is reported (exit 0); --strict fails on it."""
+    args = ("explore", "--engine", "hypothesis", "--profile", "spark-3.5-mor-snapshot",
+            "--writers", "2", "--mix", "delete,update,insert", "--keys", "1",
+            "--max-examples", "300", "--save-trace", str(tmp_path), "--json")
+    proc = icecheck(*args)
+    assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["failed"] and "undelete" in doc["saved_traces"]
+    assert doc["failed"] and not doc["failed_new"] and "undelete" in doc["saved_traces"]
+    assert all(f["known_finding"] for f in doc["findings"] if f["unexpected"])
     assert icecheck("replay", doc["saved_traces"]["undelete"]).returncode == 0
+    assert icecheck(*args, "--strict").returncode == 1
+
+
+class CountingClock:
+    """A clock that advances one second per reading: a cut at a chosen point, on any machine."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        self.t += 1.0
+        return self.t
+
+
+def test_time_budget_cut_is_clean_and_deterministic():
+    cfg = mix_config("spark-3.5-cow-serializable", 2, 1, ("delete", "update", "insert"), 1)
+    runs = [explore(cfg, max_examples=200, seed=0, time_budget=40, clock=CountingClock())
+            for _ in range(2)]
+    a, b = (r.as_json() for r in runs)
+    for d in (a, b):
+        d.pop("elapsed_s")
+    assert a == b
+    assert runs[0].timed_out and 0 < runs[0].examples < 200
+    full = explore(cfg, max_examples=200, seed=0)
+    assert not full.timed_out and full.states >= runs[0].states
+
+
+def test_budget_cut_while_hunting_still_gives_a_minimal_trace():
+    cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update", "insert"), 1)
+    full = explore(cfg, max_examples=300, seed=0, properties=("undelete",))
+    assert full.trace is not None
+    # a budget that runs out after the failure is found does not cut the shrinking short
+    cut = explore(cfg, max_examples=300, seed=0, properties=("undelete",), time_budget=400,
+                  clock=CountingClock())
+    assert cut.trace is not None and replay_doc(cut.trace).ok
+    assert cut.trace["actions"] == full.trace["actions"]
+
+
+def test_explore_mix_empty_and_vacuous_runs():
+    proc = icecheck("explore", "--profile", "spark-3.5-mor-snapshot", "--mix", "")
+    assert proc.returncode == 2 and "--mix" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    proc = icecheck("explore", "--engine", "bfs", "--profile", "spark-3.5-mor-snapshot",
+                    "--max-depth", "1", "--workers", "1")
+    assert proc.returncode == 1 and "INCONCLUSIVE" in proc.stderr
+    proc = icecheck("explore", "--profile", "spark-3.5-mor-snapshot", "--time-budget", "nan")
+    assert proc.returncode == 2 and "--time-budget" in proc.stderr
 
 
 def test_explore_cli_exit_0_reports_reached():

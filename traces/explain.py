@@ -180,7 +180,8 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
         where = f"{cfg.profile}, {cfg.catalog}, v{cfg.format_version}"
         status_name = getattr(expectation, "status", None)
         if status_name == "known_finding":
-            status = (f"UNEXPECTED: must hold under {where}; a known finding: "
+            status = (f"KNOWN FINDING: must hold under {where}, and a recorded known "
+                      f"finding (reported by every run; fails only with --strict): "
                       f"{getattr(expectation, 'reason', '')}")
         elif status_name != "allowed":
             status = f"UNEXPECTED: must hold under {where}"

@@ -109,6 +109,71 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+def write_together(files: dict[str, str]) -> None:
+    """Write several files that belong together (one run's reports): every new text goes to
+    a fsynced temporary file first, and only then are they renamed into place, one
+    ``os.replace`` after another, so a run that is killed while writing leaves the previous
+    set untouched (the window between two renames is one system call, not a write). Stale
+    temporary files of earlier killed runs are removed first."""
+    temps: list[tuple[str, str]] = []
+    try:
+        for path, text in files.items():
+            folder = os.path.dirname(os.path.abspath(path))
+            os.makedirs(folder, exist_ok=True)
+            remove_stale_temps(path)
+            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
+                                       suffix=".tmp", dir=folder)
+            temps.append((tmp, path))
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in temps:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+
+
+def remove_stale_temps(path: str) -> None:
+    """Remove temporary files ``write_atomic``/``write_together`` left for ``path`` when a
+    run was killed mid-write (``.<name>.<random>.tmp`` beside it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    prefix = "." + os.path.basename(path) + "."
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
+def check_writable_dir(folder: str, option: str) -> None:
+    """Fail now, with exit 2 naming ``option``, if ``folder`` cannot be created or written,
+    rather than after a long run whose results would then be lost. It creates the folder and
+    a probe file (removed at once): the only test that every file system answers truly."""
+    from icecheck.scenarios.errors import InputError
+
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".icecheck-probe.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(f"cannot write to {folder!r}: {e.strerror or e}", option) from None
+
+
 def write_trace(path: str, doc: dict) -> None:
     check_trace(doc, path)
     write_atomic(path, dumps(doc))
