@@ -119,3 +119,12 @@ def test_explore_cli_bad_arguments_exit_2():
     assert icecheck("explore", "--profile", "spark-3.5-mor-snapshot", "--catalog", "nfs").returncode == 2
     assert icecheck("explore", "--profile", "spark-3.5-mor-snapshot",
                     "--property", "nope").returncode == 2
+
+
+def test_generation_ignores_hypothesis_local_constants():
+    """Hypothesis's local-constants hook (pinned version) is neutralised, so a seed explores
+    the same way from a wheel and from a checkout."""
+    import icecheck.engines.hypothesis_engine  # noqa: F401
+    from hypothesis.internal.conjecture import providers
+
+    assert not list(providers._get_local_constants().set_for_type("integer"))
