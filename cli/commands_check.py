@@ -23,7 +23,7 @@ from rich.markup import escape
 
 from icecheck.cli.main import (EXIT_FAILED, EXIT_OK, SECONDS, builtin_scenarios, err,
                                fail_input, main, out)
-from icecheck.scenarios.errors import InputError
+from icecheck.scenarios.errors import InputError, check_number
 
 DEFAULT_BUDGET = 120.0
 
@@ -95,18 +95,41 @@ def load_explorations(path: str) -> list[Exploration]:
                 raise InputError(f"explorations[{i}] needs {k!r}", path, line)
         expect = e.get("expect") or {}
         try:
+            def num(key, default, low, high):
+                return check_number(e.get(key, default), f"explorations[{i}].{key}", path,
+                                    low=low, high=high,
+                                    line=getattr(e, "key_lines", {}).get(key, line))
+
+            def flag(key):
+                v = e.get(key, False)
+                if not isinstance(v, bool):
+                    raise InputError(f"explorations[{i}].{key} must be true or false, not {v!r}",
+                                     path, getattr(e, "key_lines", {}).get(key, line))
+                return v
+
+            for key in ("id", "profile", "catalog"):
+                if key in e and not isinstance(e[key], str):
+                    raise InputError(f"explorations[{i}].{key} must be a string, not {e[key]!r}",
+                                     path, getattr(e, "key_lines", {}).get(key, line))
+            mix = e.get("mix", ["delete", "update", "insert"])
+            if not isinstance(mix, list) or not all(isinstance(m, str) for m in mix):
+                raise InputError(f"explorations[{i}].mix must be a list of command names",
+                                 path, getattr(e, "key_lines", {}).get("mix", line))
+            if not isinstance(expect, dict) or not isinstance(expect.get("allowed", []), list):
+                raise InputError(f"explorations[{i}].expect must be a mapping with a list "
+                                 "'allowed'", path, getattr(e, "key_lines", {}).get("expect", line))
             x = Exploration(
-                id=str(e["id"]), profile=str(e["profile"]), writers=int(e.get("writers", 2)),
-                ops=int(e.get("ops", 1)), mix=tuple(e.get("mix", ("delete", "update", "insert"))),
-                keys=int(e.get("keys", 1)), catalog=str(e.get("catalog", "cas")),
-                format=int(e.get("format", 2)), faults=bool(e.get("faults", False)),
-                crashes=bool(e.get("crashes", False)),
-                max_examples=int(e.get("max_examples", 200)), seed=int(e.get("seed", 0)),
-                allowed=tuple(expect.get("allowed", ())))
+                id=e["id"], profile=e["profile"], writers=num("writers", 2, 1, 9),
+                ops=num("ops", 1, 1, 9), mix=tuple(mix), keys=num("keys", 1, 1, 9),
+                catalog=e.get("catalog", "cas"), format=num("format", 2, 2, 3),
+                faults=flag("faults"), crashes=flag("crashes"),
+                max_examples=num("max_examples", 200, 1, 1_000_000),
+                seed=num("seed", 0, 0, 2**63), allowed=tuple(expect.get("allowed", ())))
             from icecheck.engines.config import build_model_config
             build_model_config(x.config(), path)
         except InputError as err_:
-            raise InputError(err_.detail, path, line) from None
+            raise InputError(err_.detail, path, err_.line if err_.path == path else line) \
+                from None
         except (TypeError, ValueError) as err_:
             raise InputError(f"explorations[{i}]: {err_}", path, line) from None
         out_list.append(x)

@@ -73,8 +73,50 @@ class ExploreConfig:
                 name=doc.get("name", ""))
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise InputError(f"malformed configuration: {type(e).__name__}: {e}", path) from None
+        check_config(cfg, doc, path)
         build_model_config(cfg, path)  # validate everything now, with a clear message
         return cfg
+
+
+def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
+    """Types ``int()``/``bool()`` would silently coerce: a configuration read from a file
+    must say exactly what it means (``2.0`` or ``true`` is no format version)."""
+    from icecheck.models.table import COLUMN_TYPES, INT_RANGES, property_error
+
+    def bad(message: str) -> InputError:
+        return InputError(f"malformed configuration: {message}", path)
+
+    fv = doc["table"].get("format_version", 2)
+    if type(fv) is not int or fv not in (2, 3):
+        raise bad(f"table.format_version must be 2 or 3, not {fv!r}")
+    for flag in ("faults", "crashes"):
+        if not isinstance(doc.get(flag, False), bool):
+            raise bad(f"{flag} must be true or false, not {doc[flag]!r}")
+    if not isinstance(cfg.profile, str) or not isinstance(cfg.catalog, str):
+        raise bad("profile and catalog must be strings")
+    types = dict(cfg.schema)
+    for name, typ in cfg.schema:
+        if typ not in COLUMN_TYPES:
+            raise bad(f"column {name!r} has unknown type {typ!r}; expected one of "
+                      f"{', '.join(COLUMN_TYPES)}")
+    for k, v in cfg.properties:
+        problem = property_error(k, v)
+        if problem:
+            raise bad(f"table.properties: {problem}")
+    if cfg.key not in types:
+        raise bad(f"key {cfg.key!r} is not a column")
+    for row in cfg.initial_rows:
+        if len(row) != len(cfg.schema):
+            raise bad(f"initial row {list(row)} must have {len(cfg.schema)} values")
+        for (name, typ), v in zip(cfg.schema, row):
+            if v is None:
+                continue
+            if typ in INT_RANGES:
+                low, high = INT_RANGES[typ]
+                if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+                    raise bad(f"initial row {list(row)}: {v!r} is not a {typ}")
+            elif not isinstance(v, str):
+                raise bad(f"initial row {list(row)}: {v!r} is not a string")
 
 
 def _freeze(command: Any) -> tuple:
@@ -144,9 +186,15 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
         files = tuple(table.data_file(f"s-d{i}", tuple(rows))
                       for i, (_, rows) in enumerate(sorted(by_part.items(), key=repr), 1))
         setup = (Operation(ops.APPEND, add_data=files),)
+    supported = get_profile(cfg.profile).commands
     writers = []
     for i, prog in enumerate(cfg.writers, 1):
         entries = tuple(tuple(command_of(table, c, path) for c in entry) for entry in prog)
+        for entry in entries:
+            for c in entry:
+                if c.kind not in supported:
+                    raise InputError(f"profile {cfg.profile} has no rule for {c.kind} (it "
+                                     f"supports {', '.join(supported)})", path)
         writers.append(WriterProgram(f"w{i}", entries))
     return ModelConfig(table, tuple(writers), cfg.catalog, cfg.faults, cfg.crashes, setup,
                        planner=make_planner(cfg.profile), fuse_local_steps=True)

@@ -35,6 +35,8 @@ Null semantics (checked against ``Evaluator.java`` and ``Literals.java``):
 
 from __future__ import annotations
 
+import re
+
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -544,6 +546,10 @@ def _syntax_error(text: str, error: UnexpectedInput) -> FilterSyntaxError:
     return FilterSyntaxError(f"invalid filter {text!r}: {error.__class__.__name__}")
 
 
+MAX_FILTER_TERMS = 200
+_CONNECTIVES = re.compile(r"\b(?:and|or|not)\b", re.IGNORECASE)
+
+
 def parse_filter(text: str) -> Expr:
     """Parse a conflict-detection filter such as ``category = 'a' and (id < 10 or id in (20))``.
 
@@ -555,14 +561,24 @@ def parse_filter(text: str) -> Expr:
     """
     if not isinstance(text, str):
         raise FilterSyntaxError(f"a filter must be a string, not {type(text).__name__}")
+    # Parsing, folding and evaluating are recursive over the expression; a filter of
+    # hundreds of terms would exhaust Python's stack. Real conflict filters are a few terms.
+    terms = len(_CONNECTIVES.findall(text)) + text.count("(")
+    if terms > MAX_FILTER_TERMS:
+        raise FilterSyntaxError(f"filter too large: {terms} connectives and parentheses, at "
+                                f"most {MAX_FILTER_TERMS}")
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from None
+    except RecursionError:
+        raise FilterSyntaxError("filter nested too deeply") from None
     try:
         result = _ToExpr().transform(tree)
     except VisitError as error:
         raise error.orig_exc from None
+    except RecursionError:
+        raise FilterSyntaxError("filter nested too deeply") from None
     assert not isinstance(result, (Tree, Token)), result
     return result
 

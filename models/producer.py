@@ -306,7 +306,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
             return m.added_snapshot_id == snapshot_id or m.has_added_or_existing
 
         data_list = new_data + [m for m in data_manifests if keep(m)]
-        if table.prop("commit.manifest-merge.enabled"):
+        if table.prop_bool("commit.manifest-merge.enabled"):
             data_list = _merge(data_list, mw, int(table.prop("commit.manifest.min-count-to-merge")))
         delete_list = new_deletes + [m for m in delete_manifests if keep(m)]
     mlist = ManifestList(f"snap-{snapshot_id}.avro", snapshot_id,

@@ -6,6 +6,8 @@ lives outside the per-state data and is shared by every state of a run.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -20,6 +22,37 @@ DEFAULT_PROPERTIES = {
     "commit.manifest.min-count-to-merge": 100,
     "commit.manifest-merge.enabled": True,
 }
+#: The largest retry count the model accepts: each retry is a step of every writer, so a bound
+#: far above Java's default (4) only makes explorations explode.
+MAX_RETRIES = 20
+INT_RANGES = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+
+
+def property_error(key: Any, value: Any) -> str | None:
+    """Why ``key: value`` is not a table property the model can use (None if it is).
+
+    The properties the model reads must have their Java types (an integer, not ``'lots'``,
+    ``2.0`` or ``true``; a boolean, not ``'no'``); others are kept as given, as Iceberg keeps
+    properties it does not know.
+    """
+    if not isinstance(key, str):
+        return f"property names are strings, not {key!r}"
+    if key not in DEFAULT_PROPERTIES:
+        return None if isinstance(value, (str, int, float, bool)) else \
+            f"{key}: {value!r} is not a scalar value"
+    if isinstance(DEFAULT_PROPERTIES[key], bool):
+        # Java stores every property as a string and parses it (PropertyUtil.propertyAsBoolean)
+        ok = isinstance(value, bool) or (isinstance(value, str)
+                                         and value.lower() in ("true", "false"))
+        return None if ok else f"{key} must be true or false, not {value!r}"
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+        value = int(value)        # as Java's PropertyUtil.propertyAsInt parses it
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{key} must be an integer, not {value!r}"
+    high = MAX_RETRIES if key == "commit.retry.num-retries" else 1_000_000
+    if not 0 <= value <= high:
+        return f"{key} must be between 0 and {high}, not {value}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -54,6 +87,12 @@ class TableConfig:
 
     def prop(self, key: str) -> Any:
         return dict(self.properties).get(key, DEFAULT_PROPERTIES.get(key))
+
+    def prop_bool(self, key: str) -> bool:
+        """A boolean property as Java reads it: ``"false"`` (a string, as Iceberg stores
+        every property) is false."""
+        v = self.prop(key)
+        return v.strip().lower() == "true" if isinstance(v, str) else bool(v)
 
     @property
     def max_retries(self) -> int:

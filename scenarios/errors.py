@@ -12,3 +12,27 @@ class InputError(Exception):
         if line is not None:
             where += f":{line}"
         super().__init__(f"{where}: {message}")
+
+
+def check_number(value, what: str, path: str | None, *, low: float, high: float,
+                 integer: bool = True, allow_none: bool = False, line: int | None = None):
+    """``value`` if it is a number in ``[low, high]`` (an ``int``, not a bool or ``2.0``, when
+    ``integer``; finite, for a float), else an ``InputError`` naming ``what``. Input files and
+    options share it so that ``true``, ``nan``, ``-1`` or ``1e12`` mean the same thing (an
+    error) everywhere."""
+    import math
+
+    if value is None and allow_none:
+        return None
+    if integer:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        kind = "an integer"
+    else:
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value))
+        kind = "a finite number"
+    if not ok:
+        raise InputError(f"{what} must be {kind}, not {value!r}", path, line)
+    if not low <= value <= high:
+        raise InputError(f"{what} must be between {low:g} and {high:g}, not {value!r}", path, line)
+    return value

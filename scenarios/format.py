@@ -17,7 +17,7 @@ from icecheck.models.files import (CONTENTS, DATA, DV, EQUALITY_DELETES, POSITIO
 from icecheck.models.filters import FilterSyntaxError, check_columns, parse_filter
 from icecheck.models.operations import Operation, Validations
 from icecheck.models.system import OUTCOMES
-from icecheck.models.table import COLUMN_TYPES, Schema, TableConfig
+from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig, property_error
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 
 from .errors import InputError
@@ -160,7 +160,7 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
     if profile is not None:
         from icecheck.models.profiles import load_profiles
         known = load_profiles()
-        if profile not in known:
+        if not isinstance(profile, str) or profile not in known:
             raise ctx.fail(f"unknown profile {profile!r}; known: {', '.join(sorted(known))}",
                            doc, "profile")
     steps = parse_steps(ctx, table, files, ctx.seq(doc.get("steps"), "steps", doc, "steps"), profile)
@@ -180,7 +180,7 @@ def parse_scenario(doc: Any, path: str) -> Scenario:
 def parse_table(ctx: _Ctx, node: LineDict) -> TableConfig:
     ctx.keys(node, TABLE_KEYS, "table")
     fv = node.get("format_version", 2)
-    if fv not in (2, 3):
+    if type(fv) is not int or fv not in (2, 3):
         raise ctx.fail(f"format_version must be 2 or 3, got {fv!r}", node, "format_version")
     schema_node = ctx.mapping(node.get("schema"), "table.schema", node, "schema")
     columns = []
@@ -205,6 +205,10 @@ def parse_table(ctx: _Ctx, node: LineDict) -> TableConfig:
         fields.append(PartitionField(source, transform))
     props = node.get("properties") or {}
     props = ctx.mapping(props, "table.properties", node, "properties") if props else {}
+    for k, v in props.items():
+        problem = property_error(k, v)
+        if problem:
+            raise ctx.fail(problem, props, k)
     return TableConfig(schema, PartitionSpec(tuple(fields)), fv, pairs(dict(props)))
 
 
@@ -216,6 +220,10 @@ def _check_value(ctx: _Ctx, typ: str, value: Any, node: Any, key: Any, what: str
     if typ in ("int", "long"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ctx.fail(f"{what}: {value!r} is not an integer", node, key)
+        low, high = INT_RANGES[typ]
+        if not low <= value <= high:
+            raise ctx.fail(f"{what}: {value} is out of range for {typ} ({low}..{high})",
+                           node, key)
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
@@ -484,6 +492,16 @@ def _writer_name(ctx: _Ctx, value: Any, node: LineDict, key: str) -> str:
     return value
 
 
+def _check_supported(ctx, profile: str, command, node) -> None:
+    """A command the profile has no rule for is an input error here, not a KeyError later."""
+    from icecheck.models.profiles import get_profile
+
+    supported = get_profile(profile).commands
+    if command.kind not in supported:
+        raise ctx.fail(f"profile {profile} has no rule for {command.kind} (it supports "
+                       f"{', '.join(supported)})", node, "command")
+
+
 def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
                 profile: str | None) -> list[Step]:
     steps: list[Step] = []
@@ -522,6 +540,7 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
                     raise ctx.fail("a command step needs a top-level 'profile'", s, "command")
                 from icecheck.models.commands_spec import parse_command  # engine-level commands
                 command = parse_command(ctx, table, s["command"], s)
+                _check_supported(ctx, profile, command, s)
                 steps.append(Step("begin", line, w, command=command, expect=expect))
             else:
                 op = parse_operation(ctx, table, files, s)

@@ -27,8 +27,52 @@ class LineList(list):
         return self.item_lines[index] if index < len(self.item_lines) else self.line
 
 
+#: Bounds on what one input file may make us build: a few kilobytes of YAML with nested
+#: aliases ("billion laughs") expand to gigabytes once walked; nesting deeper than Python's
+#: stack breaks every recursive walk. Real scenarios, traces and profiles are far below both.
+MAX_BYTES = 16 * 1024 * 1024
+MAX_NODES = 200_000
+MAX_DEPTH = 100
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes the document expands to, counting every alias use; raises past the bounds."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep", None,
+                             node.start_mark.line + 1)
+        key = id(node)
+        if key in sizes and not done:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        else:
+            sizes[key] = 1
+            continue
+        if done:
+            total = 1 + sum(sizes[id(c)] for c in children)
+            if total > MAX_NODES:
+                raise InputError(f"expands to more than {MAX_NODES:,} values (YAML aliases "
+                                 "that repeat themselves?)", None, node.start_mark.line + 1)
+            sizes[key] = total
+        else:
+            sizes[key] = -1                  # in progress (a cycle cannot occur in YAML 1.1)
+            stack.append((node, depth, True))
+            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
 class _Loader(yaml.SafeLoader):
-    pass
+    def compose_document(self):
+        node = super().compose_document()
+        if node is not None:
+            _expanded_size(node)
+        return node
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
@@ -63,6 +107,8 @@ def load_yaml(text: str, path: str) -> Any:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader derives from SafeLoader
     except InputError as e:
         raise InputError(e.detail, path, e.line) from None
+    except RecursionError:
+        raise InputError(f"nested too deeply (more than {MAX_DEPTH} levels)", path) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
@@ -71,10 +117,23 @@ def load_yaml(text: str, path: str) -> Any:
         raise InputError(f"not valid YAML: {e}", path) from None
 
 
-def load_yaml_file(path: str) -> Any:
+def read_text(path: str, what: str = "file") -> str:
+    """A UTF-8 text file's contents, or an ``InputError`` naming the file (and the line of a
+    byte that is not UTF-8): never a ``UnicodeDecodeError`` traceback."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path) from None
-    return load_yaml(text, path)
+        raise InputError(f"cannot read {what}: {e.strerror or e}", path) from None
+    if len(data) > MAX_BYTES:
+        raise InputError(f"larger than {MAX_BYTES // (1024 * 1024)} MB; not a {what} icecheck "
+                         "reads", path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputError(f"not UTF-8 text (byte 0x{data[e.start]:02x})", path, line) from None
+
+
+def load_yaml_file(path: str) -> Any:
+    return load_yaml(read_text(path), path)

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 
 from icecheck.models import catalog as cat
-from icecheck.scenarios.errors import InputError
+from icecheck.models.table import MAX_RETRIES
+from icecheck.scenarios.errors import InputError, check_number
 
 SPACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "space.yaml")
 SCALING_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scaling.yaml")
@@ -48,13 +48,9 @@ class Space:
 
 def load_space(path: str | None = None) -> Space:
     path = path or SPACE_PATH
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f) or {}
-    except OSError as e:
-        raise InputError(f"cannot read the sweep space: {e.strerror or e}", path) from None
-    except yaml.YAMLError as e:
-        raise InputError(f"malformed YAML: {e}", path) from None
+    from icecheck.scenarios.yamlload import load_yaml_file
+
+    doc = load_yaml_file(path) or {}
     if not isinstance(doc, dict):
         raise InputError("expected a mapping (profiles, catalogs, format_versions, commands, "
                          "combos, bounds)", path)
@@ -66,7 +62,7 @@ def load_space(path: str | None = None) -> Space:
         space = Space(
             profiles=[str(p) for p in doc["profiles"]],
             catalogs=[str(c) for c in doc.get("catalogs", [cat.CAS])],
-            format_versions=[int(v) for v in doc.get("format_versions", [2])],
+            format_versions=list(doc.get("format_versions", [2])),
             commands={str(k): dict(v) for k, v in doc["commands"].items()},
             combos=[[str(c) for c in combo] for combo in doc["combos"]],
             initial_rows=[list(r) for r in doc.get("initial_rows", [[1, "v0"]])],
@@ -117,6 +113,27 @@ def _validate(space: Space) -> None:
     unknown = set(space.bounds) - set(DEFAULT_BOUNDS)
     if unknown:
         raise InputError(f"unknown bound(s) {sorted(unknown)}", space.path)
+    unknown = set(space.hypothesis) - set(DEFAULT_HYPOTHESIS)
+    if unknown:
+        raise InputError(f"unknown hypothesis setting(s) {sorted(unknown)}", space.path)
+    for v in space.format_versions:
+        check_number(v, "format_versions", space.path, low=1, high=3)
+    # Each bound multiplies every cell's state space: past these a sweep never ends.
+    b, h = space.bounds, space.hypothesis
+    check_number(b["ops"], "bounds.ops", space.path, low=1, high=9)
+    check_number(b["retries"], "bounds.retries", space.path, low=0, high=MAX_RETRIES)
+    check_number(b["max_depth"], "bounds.max_depth", space.path, low=0, high=1000,
+                 allow_none=True)
+    check_number(b["max_files"], "bounds.max_files", space.path, low=0, high=10_000,
+                 allow_none=True)
+    check_number(b["max_states"], "bounds.max_states", space.path, low=1, high=100_000_000,
+                 allow_none=True)
+    check_number(b["time_budget"], "bounds.time_budget", space.path, low=0.001, high=86_400,
+                 integer=False)
+    check_number(h["max_examples"], "hypothesis.max_examples", space.path, low=1, high=1_000_000)
+    check_number(h["seed"], "hypothesis.seed", space.path, low=0, high=2**63)
+    check_number(h["time_budget"], "hypothesis.time_budget", space.path, low=0.001,
+                 high=86_400, integer=False)
 
 
 # -- filters ----------------------------------------------------------------------------------

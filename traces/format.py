@@ -196,15 +196,15 @@ def _line_of(text: str | None, key: str) -> int | None:
 
 def load_trace(path: str) -> dict:
     """Read and check a trace file; raise ``InputError`` (file and line or field) if malformed."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read trace: {e.strerror or e}", path) from None
+    from icecheck.scenarios.yamlload import read_text
+
+    text = read_text(path, "trace")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg} (column {e.colno})", path, e.lineno) from None
+    except RecursionError:
+        raise InputError("not a trace: nested too deeply", path) from None
     check_trace(doc, path, text)
     return doc
 

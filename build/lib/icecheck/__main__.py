@@ -1,0 +1,3 @@
+from icecheck.cli.main import entry
+
+entry()

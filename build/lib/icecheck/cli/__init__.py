@@ -1,0 +1,1 @@
+"""The ``icecheck`` command line (click + rich)."""

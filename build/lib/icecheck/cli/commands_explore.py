@@ -1,0 +1,292 @@
+"""``icecheck explore --engine hypothesis ...``: hunt counterexamples on a generic configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from icecheck.cli.main import EXIT_FAILED, EXIT_OK, SECONDS, err, fail_input, main, out
+from icecheck.models import catalog as cat
+from icecheck.scenarios.errors import InputError
+
+
+def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err, transient=True)
+    task = progress.add_task(description, total=total)
+
+    def update(examples: int) -> None:
+        progress.update(task, completed=min(examples, total))
+
+    return progress, update
+
+
+def print_trace(doc: dict) -> None:
+    from icecheck.traces.timeline import render_text
+
+    out.print(escape(render_text(doc)), markup=True)
+    out.print(escape(doc["explanation"]), markup=True)
+
+
+def finish_run(result, traces, save_dir: str | None, as_json: bool, report,
+               strict: bool = False) -> None:
+    """The end of every ``explore`` engine: save the traces (``(property, trace)`` pairs; a
+    later one of the same property wins), print the result as JSON or via ``report(result,
+    saved)``, and exit by the one rule every command follows (README, "Exit codes"): 1 if a
+    must-hold property failed that is not a recorded known finding (any, with ``strict``), or
+    if the run never reached its floor (``engines.config.floor_events``); else 0."""
+    from icecheck.engines.config import missing_floor
+
+    saved: dict[str, str] = {}
+    if save_dir:
+        for prop, doc in traces:
+            saved[prop] = save_trace(doc, save_dir)
+    reached = getattr(result, "reached", None)       # z3 proves over every run: no floor
+    missing = missing_floor(result.config, reached) if reached is not None else []
+    if as_json:
+        doc = result.as_json()
+        doc["saved_traces"] = saved
+        doc["floor_missing"] = missing
+        print(json.dumps(doc, indent=2))
+    else:
+        report(result, saved)
+    if missing:
+        err.print(f"[bold red]INCONCLUSIVE[/]: the run never reached {escape(', '.join(missing))} "
+                  "(properties/reachability.py), so it checked nothing there; give it more "
+                  "examples, states or time", markup=True)
+    failed = result.failed if strict else result.failed_new
+    sys.exit(EXIT_FAILED if failed or missing else EXIT_OK)
+
+
+def save_trace(doc: dict, folder: str) -> str:
+    from icecheck.traces.format import write_trace
+
+    path = os.path.join(folder, f"{doc['id']}.json")
+    write_trace(path, doc)
+    return path
+
+
+@main.command()
+@click.option("--engine", type=click.Choice(["hypothesis", "bfs", "dfs", "z3"]),
+              default="hypothesis", show_default=True,
+              help="Exploration engine: hypothesis (random, shrinking), bfs (exhaustive, "
+                   "shortest counterexamples), dfs (exhaustive) or z3 (symbolic, bounded by "
+                   "--max-depth, default 10; see `icecheck z3 --help`).")
+@click.option("--profile", default=None,
+              help="Engine profile (see `icecheck profiles`); required unless --trace.")
+@click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
+@click.option("--ops", type=click.IntRange(1, 9), default=1, show_default=True,
+              help="Operations per writer.")
+@click.option("--mix", default="delete,update,insert", show_default=True,
+              help="Commands each operation may be: some of insert,delete,update,merge,compact.")
+@click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)
+@click.option("--catalog", type=click.Choice(list(cat.KINDS)), default=cat.CAS, show_default=True)
+@click.option("--format", "format_version", type=click.Choice(["2", "3"]), default="2",
+              show_default=True, help="Table format version.")
+@click.option("--faults", is_flag=True, help="Explore lost swap replies.")
+@click.option("--crashes", is_flag=True, help="Explore writer crashes between phases.")
+@click.option("--max-examples", type=click.IntRange(1), default=500, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Hypothesis seed (same seed, same result).")
+@click.option("--time-budget", type=SECONDS, default=None,
+              help="Stop generating after SECONDS (shrinking a found failure still finishes).")
+@click.option("--hypothesis-profile", type=click.Choice(["ci", "dev"]), default="ci",
+              show_default=True, help="Hypothesis settings profile.")
+@click.option("--property", "properties", multiple=True, metavar="PROPERTY",
+              help="Hunt only this property (repeatable): stop on any violation of it, even "
+                   "an allowed one, and shrink it into a trace.")
+@click.option("--save-trace", "save_dir", metavar="DIR", help="Write the minimal trace here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 on known findings too (real anomalies recorded in "
+                   "properties/expectations.yaml); without it they are reported, exit 0.")
+@click.option("--interactive", is_flag=True,
+              help="Serve the interleaving explorer on 127.0.0.1 and print its URL "
+                   "(docs/explorer.md); --save-trace DIR is where its page saves traces.")
+@click.option("--trace", metavar="TRACE", help="With --interactive: step through TRACE.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="With --interactive: the port (0: a free one).")
+@click.option("--max-depth", type=click.IntRange(0), default=None,
+              help="bfs/dfs: do not expand states at this depth (actions from the start).")
+@click.option("--retries", type=click.IntRange(0, 9), default=None,
+              help="bfs/dfs: table property commit.retry.num-retries (default: the table's, 4).")
+@click.option("--max-files", type=click.IntRange(0), default=None,
+              help="bfs/dfs: do not expand states with more data/delete files than this.")
+@click.option("--max-states", type=click.IntRange(1), default=None,
+              help="bfs/dfs: stop after this many distinct states.")
+@click.option("--no-symmetry", is_flag=True, help="bfs/dfs: no writer-symmetry reduction.")
+@click.option("--no-por", is_flag=True, help="bfs/dfs: no partial-order reduction.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="bfs: worker processes (default: every core). Results do not depend on it.")
+def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
+            max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
+            as_json, strict=False, interactive=False, trace=None, port=0, max_depth=None, retries=None,
+            max_files=None, max_states=None, no_symmetry=False, no_por=False,
+            workers=None) -> None:
+    """Explore every interleaving and choice of commands of a generic configuration.
+
+    Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
+    explanation), 0 otherwise (listing the "sometimes" events reached, so a pass is not
+    vacuous), 2 on bad arguments.
+    """
+    if interactive or trace or profile is None:  # the explorer's page: explorer/cli.py
+        from icecheck.explorer.cli import run_interactive
+        return run_interactive(interactive=interactive, trace=trace, port=port, save_dir=save_dir,
+                               profile=profile, writers=writers, ops=ops, mix=mix, keys=keys,
+                               catalog=catalog, format_version=format_version, faults=faults,
+                               crashes=crashes)
+    from icecheck.engines.config import mix_config
+    from icecheck.engines.hypothesis_engine import explore as run_explore
+
+    kinds = tuple(k.strip() for k in mix.split(",") if k.strip())
+    from icecheck.properties import PROPERTIES
+    for p in properties:
+        if p not in PROPERTIES:
+            fail_input(InputError(f"unknown property {p!r}; expected one of "
+                                  f"{', '.join(PROPERTIES)}", "--property"))
+    try:
+        cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
+                         faults, crashes)
+        from icecheck.engines.config import build_model_config
+        build_model_config(cfg, "<arguments>")
+    except InputError as e:
+        fail_input(e)
+    if engine == "z3":
+        from icecheck.cli.commands_z3 import run_z3
+        run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json,
+               strict)
+        return
+    if engine in ("bfs", "dfs"):
+        run_exhaustive(cfg, engine=engine, retries=retries, max_depth=max_depth,
+                       max_files=max_files, max_states=max_states, symmetry=not no_symmetry,
+                       por=not no_por, workers=workers, time_budget=time_budget,
+                       properties=properties, save_dir=save_dir, as_json=as_json, strict=strict)
+        return
+    progress, update = progress_bar(max_examples, f"exploring {cfg.name}")
+    with progress:
+        result = run_explore(cfg, hypothesis_profile=hypothesis_profile,
+                             max_examples=max_examples, seed=seed, time_budget=time_budget,
+                             properties=properties, progress=update)
+    finish_run(result, [(f.property, f.trace) for f in result.findings], save_dir, as_json,
+               report_result, strict)
+
+
+def report_result(result, saved: dict[str, str]) -> None:
+    cfg = result.config
+    err.print(f"{cfg.name}: {result.examples} runs, {result.states} distinct states, "
+              f"{result.elapsed:.1f}s (hypothesis profile {result.hypothesis_profile}, "
+              f"seed {result.seed})"
+              + (f"; CUT by the time budget after {result.examples} runs (of up to "
+                 f"{result.max_examples}); a rerun that reaches the same number of runs gives "
+                 "the same result" if result.timed_out else ""))
+    for f in result.findings:
+        if f.unexpected and f.known:
+            ref = (f.trace.get("expectation") or {}).get("trace", "")
+            label = f"[bold yellow]KNOWN FINDING[/]{' (corpus ' + escape(ref) + ')' if ref else ''}"
+        else:
+            label = "[bold red]VIOLATED[/]" if f.unexpected else "[yellow]allowed anomaly[/]"
+        out.print(f"\n{label} {escape(f.property)}: Hypothesis shrank it to "
+                  f"{len(f.hypothesis_actions)} actions; the minimal trace has "
+                  f"{len(f.trace['actions'])}: {escape(' '.join(f.trace['actions']))}",
+                  markup=True)
+        print_trace(f.trace)
+        if f.property in saved:
+            out.print(f"trace saved to {escape(saved[f.property])}  "
+                      f"(replay: icecheck replay {escape(saved[f.property])})", markup=True)
+    if not result.failed:
+        out.print("[green]no unexpected violation[/]", markup=True)
+    elif not result.failed_new:
+        out.print("[yellow]only known findings[/] (exit 0; --strict fails on them)", markup=True)
+    if result.unexpected_seen:
+        out.print("[yellow]unexpected violations of properties not hunted:[/] " + ", ".join(
+            f"{p} ({n} states)" for p, n in sorted(result.unexpected_seen.items())), markup=True)
+    if result.allowed:
+        out.print("allowed anomalies seen: " + ", ".join(
+            f"{p} ({n} states)" for p, n in sorted(result.allowed.items())))
+    out.print("sometimes-events reached: " + (", ".join(sorted(result.reached)) or "none"))
+
+
+# -- bfs / dfs ------------------------------------------------------------------------------------
+def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, symmetry, por,
+                   workers, time_budget, properties, save_dir, as_json, strict=False) -> None:
+    """``icecheck explore --engine bfs|dfs``: exhaust the configuration within the bounds."""
+    from rich.live import Live
+    from rich.text import Text
+
+    from icecheck.engines.explicit import Bounds, search, with_retries
+
+    cfg = with_retries(cfg, retries)
+    workers = workers or (os.cpu_count() or 1)
+    if engine == "dfs":
+        workers = 1
+    bounds = Bounds(max_depth=max_depth, max_files=max_files, max_states=max_states)
+    live = Live(Text(""), console=err, transient=True, refresh_per_second=8)
+
+    def progress(p: dict) -> None:
+        rate = p["states"] / p["elapsed"] if p["elapsed"] > 0 else 0.0
+        live.update(Text(f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
+                         f"frontier {p['frontier']:,}  depth {p['depth']}  "
+                         f"{p['elapsed']:.1f}s"))
+
+    try:
+        with live:
+            result = search(cfg, engine=engine, symmetry=symmetry, por=por, workers=workers,
+                            bounds=bounds, time_budget=time_budget, progress=progress,
+                            stop_on=frozenset(properties) or None)
+    except ValueError as e:
+        fail_input(InputError(str(e), "--engine"))
+    found = list(result.violations.values()) + list(result.allowed.values())
+    finish_run(result, [(v.property, v.trace) for v in found if v.trace is not None], save_dir,
+               as_json, report_exhaustive, strict)
+
+
+def report_exhaustive(result, saved: dict[str, str]) -> None:
+    cfg = result.config
+    red = ", ".join(x for x, on in (("symmetry", result.symmetry), ("POR", result.por)) if on)
+    status = ("exhausted" if result.complete else f"stopped: {result.stopped}")
+    out.print(f"{escape(cfg.name)} [{result.engine}, {red or 'no reduction'}, "
+              f"{result.workers} worker(s)]: {status}", markup=True)
+    for note in result.notes:
+        err.print(f"[yellow]note:[/] {escape(note)}", markup=True)
+    out.print(f"states {result.states:,}  transitions {result.transitions:,} "
+              f"(of {result.enabled_transitions:,} enabled)  max_depth {result.max_depth}  "
+              f"seconds {result.seconds:.2f}  states_per_s {result.states_per_s:,.0f}  "
+              f"final states {result.final_states:,}"
+              + (f"  cut by bounds {result.cut:,}" if result.cut else ""))
+    for v in result.violations.values():
+        if v.known:
+            ref = (v.trace or {}).get("expectation", {}) or {}
+            label = (f"[bold yellow]KNOWN FINDING[/]"
+                     f"{' (corpus ' + escape(ref.get('trace', '')) + ')' if ref.get('trace') else ''}")
+        else:
+            label = "[bold red]VIOLATED[/]"
+        _print_violation(label, v, result, saved)
+    for v in result.allowed.values():
+        _print_violation("[yellow]allowed anomaly[/]", v, result, saved,
+                         f" ({result.allowed_counts[v.property]:,} states)")
+    if not result.violations:
+        scope = "within bounds" if result.complete else "in the states explored"
+        out.print(f"[green]no violation {scope}[/]", markup=True)
+    out.print("coverage (explored transitions):")
+    for k, n in sorted(result.coverage.items()):
+        out.print(f"  {escape(k)}: {n:,}", markup=True)
+    out.print("sometimes-events reached: " + (", ".join(
+        f"{e} ({n:,})" for e, n in sorted(result.reached.items())) or "none"))
+
+
+def _print_violation(label, v, result, saved, extra="") -> None:
+    kind = "shortest" if result.engine == "bfs" else "first found"
+    actions = v.trace["actions"] if v.trace else v.actions
+    out.print(f"\n{label} {escape(v.property)}{extra}: {kind} counterexample, {v.depth} actions, "
+              f"after {v.states_before:,} states / {v.seconds:.2f}s: {escape(' '.join(actions))}",
+              markup=True)
+    if v.trace:
+        print_trace(v.trace)
+    if v.property in saved:
+        out.print(f"trace saved to {escape(saved[v.property])}  "
+                  f"(replay: icecheck replay {escape(saved[v.property])})", markup=True)

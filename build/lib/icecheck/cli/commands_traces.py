@@ -1,0 +1,90 @@
+"""``icecheck replay TRACE...`` and ``icecheck trace show TRACE [--svg OUT.svg]``."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+
+import click
+from rich.markup import escape
+
+from icecheck.cli.main import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, err, expand_paths, fail_input,
+                               main, out)
+from icecheck.scenarios.errors import InputError
+
+
+def corpus_dir() -> str:
+    import icecheck.traces
+    return os.path.dirname(os.path.abspath(icecheck.traces.__file__))
+
+
+def corpus_files() -> list[str]:
+    return sorted(glob.glob(os.path.join(corpus_dir(), "*.json")))
+
+
+def expand_traces(paths: tuple[str, ...]) -> list[str]:
+    return expand_paths(paths, "*.json")
+
+
+@main.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON result per trace.")
+def replay(traces: tuple[str, ...], as_json: bool) -> None:
+    """Re-execute TRACES (files or folders of *.json) on the model; check every state digest
+    and the verdict. Exit 0 if all reproduce, 1 on drift, 2 on a malformed trace."""
+    from icecheck.traces.replay import replay_file
+
+    results = []
+    try:
+        for path in expand_traces(traces):
+            results.append(replay_file(path))
+    except InputError as e:
+        fail_input(e)
+    if as_json:
+        print(json.dumps([r.as_json() for r in results], indent=2))
+    else:
+        for r in results:
+            if r.ok:
+                out.print(f"[green]ok[/]    {escape(r.path)}: {r.steps} steps, "
+                          f"{escape(r.property or 'rejected')} reproduces", markup=True)
+            else:
+                out.print(f"[bold red]DRIFT[/] {escape(r.path)}:", markup=True)
+                for d in r.drift:
+                    out.print(f"      [red]✗ {escape(d)}[/]", markup=True)
+        bad = sum(not r.ok for r in results)
+        out.print(f"\n{len(results) - bad} reproduced, {bad} drifted")
+    sys.exit(EXIT_OK if all(r.ok for r in results) else EXIT_FAILED)
+
+
+@main.group()
+def trace() -> None:
+    """Look at traces (counterexamples found by `icecheck explore`)."""
+
+
+@trace.command("show")
+@click.argument("trace_file", metavar="TRACE")
+@click.option("--svg", "svg", metavar="OUT.svg", help="Also write the timeline as SVG "
+              "(needs Graphviz's `dot`).")
+@click.option("--explain/--no-explain", default=True, help="Print the explanation in words.")
+def trace_show(trace_file: str, svg: str | None, explain: bool) -> None:
+    """Print TRACE as a per-writer timeline (and its explanation)."""
+    from icecheck.traces.format import load_trace
+    from icecheck.traces.timeline import GraphvizMissing, render_svg, render_text
+
+    try:
+        doc = load_trace(trace_file)
+        text = render_text(doc)
+    except InputError as e:
+        fail_input(e)
+    out.print(escape(text), markup=True)
+    if explain:
+        out.print(escape(doc["explanation"]), markup=True)
+    if svg:
+        try:
+            render_svg(doc, svg)
+        except GraphvizMissing as e:
+            err.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)
+            sys.exit(EXIT_INPUT)
+        err.print(f"wrote {svg}")

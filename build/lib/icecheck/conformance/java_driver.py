@@ -1,0 +1,702 @@
+"""The real-Iceberg (Java) conformance driver: model operations replayed on Iceberg's Java core.
+
+Each ``JavaTable`` is one real Iceberg table in a fresh temporary warehouse, reached through a
+``HadoopCatalog`` (put-if-absent of the next metadata version file) or a ``JdbcCatalog`` on
+SQLite (a real compare-and-swap of the metadata location). Each ``JavaWriter`` has its own
+catalog instance, so writers are as independent as two engines: ``begin`` loads the table and
+builds the Java operation at the current snapshot; ``commit`` runs Java's own ``commit()``
+(refresh, validate, write metadata, swap; retrying lost swaps).
+
+Files are metadata only: ``DataFiles.builder`` / ``FileMetadata.deleteFileBuilder`` entries with
+a path, partition, record count and metrics. Validation never opens a data file, so no Parquet
+is written. Model file ``n`` lives at ``<warehouse>/data/n`` (no suffix, so the map preserves
+the order of names, which Java's file-path bounds of position deletes rely on).
+
+All Java calls go through one py4j gateway per process (``java_gateway.get_gateway``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
+from ..models.operations import (APPEND, DELETE_FILES, FAST_APPEND, KIND_ALIASES, OVERWRITE,
+                                 REPLACE_PARTITIONS, REWRITE, ROW_DELTA, Operation)
+from ..models.table import TableConfig
+from .java_gateway import get_gateway
+
+COMMITTED = "committed"
+VALIDATION_FAILED = "validation_failed"
+COMMIT_FAILED = "commit_failed"
+COMMIT_UNKNOWN = "commit_unknown"
+ERROR = "error"
+
+CATALOGS = ("hadoop", "jdbc")
+# Scenario catalog names (docs/scenario-format.md) -> the Java catalog that implements them.
+CATALOG_ALIASES = {"put_if_absent": "hadoop", "cas": "jdbc"}
+
+CATALOG_NAME = "icecheck"
+NAMESPACE = "db"
+TABLE_NAME = "t"
+
+# Quick retries: the model does not model back-off time, and tests should not sleep.
+FAST_RETRY_PROPERTIES = {
+    "commit.retry.min-wait-ms": "1",
+    "commit.retry.max-wait-ms": "10",
+}
+
+_VALIDATION_EXC = "org.apache.iceberg.exceptions.ValidationException"
+_COMMIT_FAILED_EXC = "org.apache.iceberg.exceptions.CommitFailedException"
+_COMMIT_UNKNOWN_EXC = "org.apache.iceberg.exceptions.CommitStateUnknownException"
+
+# Java calls each validation switch maps to, per operation kind (docs/scenario-format.md).
+_SWITCH_KINDS = {
+    "no_conflicting_data": (OVERWRITE, REPLACE_PARTITIONS),
+    "no_conflicting_deletes": (OVERWRITE, REPLACE_PARTITIONS),
+    "no_conflicting_data_files": (ROW_DELTA,),
+    "no_conflicting_delete_files": (ROW_DELTA,),
+    "deleted_files": (ROW_DELTA,),
+    "files_exist": (DELETE_FILES,),
+    "starting_sequence_number": (REWRITE,),
+}
+_FROM_SNAPSHOT_KINDS = (OVERWRITE, ROW_DELTA, REWRITE, REPLACE_PARTITIONS)
+_FILTER_KINDS = (OVERWRITE, ROW_DELTA)
+
+_FILE_SIZE = 1024          # bytes recorded for every metadata-only file
+_DV_CONTENT_OFFSET = 4     # a Puffin blob starts after the 4-byte magic
+
+
+class JavaDriverError(ValueError):
+    """The scenario asks for something the Java API cannot express (or the driver was misused)."""
+
+
+# ----------------------------------------------------------------------------- filters
+
+_CMP = {
+    "=": "equal", "==": "equal", "!=": "notEqual", "<>": "notEqual",
+    "<": "lessThan", "<=": "lessThanOrEqual", ">": "greaterThan", ">=": "greaterThanOrEqual",
+}
+
+
+def to_java_expression(expr: Any, jvm) -> Any:
+    """Convert a model filter (``models.filters`` dataclasses) to an Iceberg ``Expression``.
+
+    Handles Cmp(op, column, value), In(column, values, negated), IsNull(column, negated),
+    And(left, right), Or(left, right), Not(child), TrueExpr and FalseExpr (classes or
+    instances), Python ``True``/``False``/``None`` (None = no filter = alwaysTrue), and filter
+    text (parsed with ``models.filters.parse_filter``).
+    """
+    ex = jvm.org.apache.iceberg.expressions.Expressions
+    if isinstance(expr, str):
+        from ..models.filters import parse_filter
+        expr = parse_filter(expr)
+    if expr is None or expr is True:
+        return ex.alwaysTrue()
+    if expr is False:
+        return ex.alwaysFalse()
+    name = expr.__name__ if isinstance(expr, type) else type(expr).__name__
+    if name in ("TrueExpr", "AlwaysTrue", "TRUE", "True_"):
+        return ex.alwaysTrue()
+    if name in ("FalseExpr", "AlwaysFalse", "FALSE", "False_"):
+        return ex.alwaysFalse()
+    if name == "Cmp":
+        method = _CMP.get(expr.op)
+        if method is None:
+            raise JavaDriverError(f"unknown comparison operator {expr.op!r} in filter {expr}")
+        if expr.value is None:
+            raise JavaDriverError(f"comparison with null in filter {expr}: use 'is null'")
+        return getattr(ex, method)(expr.column, expr.value)
+    if name == "In":
+        values = list(expr.values)
+        return getattr(ex, "notIn" if expr.negated else "in")(expr.column, values)
+    if name == "IsNull":
+        return (ex.notNull if expr.negated else ex.isNull)(expr.column)
+    if name in ("And", "Or"):
+        method = getattr(ex, "and" if name == "And" else "or")
+        children = getattr(expr, "children", None)
+        if children is None:
+            children = (expr.left, expr.right)
+        out = None
+        for child in children:
+            jc = to_java_expression(child, jvm)
+            out = jc if out is None else method(out, jc)
+        return out if out is not None else (ex.alwaysTrue() if name == "And" else ex.alwaysFalse())
+    if name == "Not":
+        return getattr(ex, "not")(to_java_expression(expr.child, jvm))
+    raise JavaDriverError(f"cannot convert filter node {name} ({expr!r}) to Java")
+
+
+# ----------------------------------------------------------------------------- the table
+
+class JavaTable:
+    """One real Iceberg table (Java core, Iceberg's own commit path) in a fresh temp warehouse.
+
+    ``catalog``: ``"hadoop"`` (HadoopCatalog: the next ``vN.metadata.json`` must not exist) or
+    ``"jdbc"`` (JdbcCatalog on a SQLite file: CAS on the metadata location); the scenario names
+    ``put_if_absent`` and ``cas`` are accepted as aliases.
+
+    ``equality_delete_bounds``: record lower/upper bounds of the equality columns in equality
+    delete files, as real Parquet writers do (Java's conflict filters can prune on them).
+    """
+
+    def __init__(self, table: TableConfig, catalog: str = "hadoop", *,
+                 equality_delete_bounds: bool = True, warehouse_parent: str | None = None):
+        kind = CATALOG_ALIASES.get(catalog, catalog)
+        if kind not in CATALOGS:
+            raise JavaDriverError(f"catalog {catalog!r} has no Java target "
+                                  f"(use one of {', '.join(CATALOGS + tuple(CATALOG_ALIASES))})")
+        self.config = table
+        self.catalog_kind = kind
+        self.equality_delete_bounds = equality_delete_bounds
+        self.gateway = get_gateway()
+        self.jvm = self.gateway.jvm
+        self._ice = self.jvm.org.apache.iceberg
+        self.warehouse = Path(tempfile.mkdtemp(prefix="icecheck-java-", dir=warehouse_parent))
+        self._closed = False
+        self._catalogs: list[Any] = []
+        self._real: dict[str, str] = {}     # model name -> real path
+        self._names: dict[str, str] = {}    # real path -> model name
+        self._java_files: dict[tuple, Any] = {}
+        self._partitions: dict[tuple, Any] = {}
+        self.commit_seconds: list[float] = []
+        try:
+            self._types = {name: self._java_type(typ) for name, typ in table.schema.columns}
+            self.schema = self._build_schema()
+            self.field_ids = {name: self.schema.findField(name).fieldId()
+                              for name in table.schema.names}
+            self.spec = self._build_spec()
+            self.identifier = self._ice.catalog.TableIdentifier.parse(f"{NAMESPACE}.{TABLE_NAME}")
+            self._catalog = self._new_catalog()
+            if kind == "jdbc":
+                self._catalog.createNamespace(self.identifier.namespace())
+            self._catalog.createTable(self.identifier, self.schema, self.spec,
+                                      self._table_properties())
+        except Exception:
+            self.close()
+            raise
+
+    # -- set-up helpers
+
+    def _java_type(self, typ: str):
+        types = self._ice.types.Types
+        if typ == "int":
+            return types.IntegerType.get()
+        if typ == "long":
+            return types.LongType.get()
+        if typ == "string":
+            return types.StringType.get()
+        raise JavaDriverError(f"column type {typ!r} is not supported (int, long, string)")
+
+    def _build_schema(self):
+        nested = self._ice.types.Types.NestedField
+        fields = [nested.optional(i, name, self._types[name])
+                  for i, name in enumerate(self.config.schema.names, start=1)]
+        return self._ice.Schema(fields)
+
+    def _build_spec(self):
+        builder = self._ice.PartitionSpec.builderFor(self.schema)
+        for field in self.config.spec.fields:
+            kind, param = field.transform.kind, field.transform.param
+            if kind == "identity":
+                builder = builder.identity(field.source)
+            elif kind == "bucket":
+                builder = builder.bucket(field.source, int(param))
+            elif kind == "truncate":
+                builder = builder.truncate(field.source, int(param))
+            else:
+                raise JavaDriverError(f"partition transform {kind!r} is not supported")
+        return builder.build()
+
+    def _table_properties(self) -> dict[str, str]:
+        props = dict(FAST_RETRY_PROPERTIES)
+        for key, value in self.config.properties:
+            props[key] = _prop_str(value)
+        props["format-version"] = str(int(self.config.format_version))
+        return props
+
+    def _new_catalog(self, name: str = CATALOG_NAME):
+        # One name for every instance: JdbcCatalog keys its rows by catalog name.
+        jvm = self.jvm
+        conf = jvm.org.apache.hadoop.conf.Configuration()
+        conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        if self.catalog_kind == "hadoop":
+            catalog = self._ice.hadoop.HadoopCatalog()
+            catalog.setConf(conf)
+            catalog.initialize(name, {"warehouse": str(self.warehouse)})
+        else:
+            catalog = self._ice.jdbc.JdbcCatalog()
+            catalog.setConf(conf)
+            props = {
+                "warehouse": str(self.warehouse),
+                "uri": f"jdbc:sqlite:{self.warehouse / 'catalog.sqlite'}",
+                "clients": "1",
+            }
+            if self._catalogs:
+                # Only the first instance creates the catalog tables. When a JdbcCatalog finds
+                # them already there, its initialize() leaves a SQLite read lock open on its
+                # connection, and every later commit fails with SQLITE_BUSY (database is locked).
+                props["jdbc.init-catalog-tables"] = "false"
+            catalog.initialize(name, props)
+        self._catalogs.append(catalog)
+        return catalog
+
+    def _release_catalog(self, catalog) -> None:
+        if catalog is self._catalog or catalog not in self._catalogs:
+            return
+        self._catalogs.remove(catalog)
+        try:
+            catalog.close()
+        except Exception:
+            pass
+
+    # -- public API
+
+    def writer(self, name: str) -> "JavaWriter":
+        """A writer with its own catalog instance (so its table object is its own)."""
+        self._check_open()
+        return JavaWriter(self, name, self._new_catalog())
+
+    def load(self, catalog=None):
+        """The table, freshly loaded (from this table's own set-up catalog by default)."""
+        self._check_open()
+        return (catalog or self._catalog).loadTable(self.identifier)
+
+    def live_files(self) -> tuple[list[str], list[str]]:
+        """Model names of the data files and delete files live in the current snapshot, sorted."""
+        table = self.load()
+        snap = table.currentSnapshot()
+        if snap is None:
+            return [], []
+        io, specs = table.io(), table.specs()
+        files = self._ice.ManifestFiles
+        data: list[str] = []
+        deletes: list[str] = []
+        for manifest in snap.dataManifests(io):
+            data.extend(self._read_manifest(files.read(manifest, io, specs)))
+        for manifest in snap.deleteManifests(io):
+            deletes.extend(self._read_manifest(files.readDeleteManifest(manifest, io, specs)))
+        return sorted(data), sorted(deletes)
+
+    def _read_manifest(self, reader) -> list[str]:
+        try:
+            it = reader.iterator()
+            out = []
+            while it.hasNext():
+                out.append(self.name_of(it.next().location()))
+            return out
+        finally:
+            reader.close()
+
+    def snapshots(self) -> list[dict]:
+        """The current lineage, oldest first: snapshot_id, parent_id, sequence_number, operation."""
+        table = self.load()
+        out = []
+        snap = table.currentSnapshot()
+        while snap is not None:
+            parent = snap.parentId()
+            out.append({"snapshot_id": snap.snapshotId(), "parent_id": parent,
+                        "sequence_number": snap.sequenceNumber(), "operation": snap.operation()})
+            snap = table.snapshot(parent) if parent is not None else None
+        out.reverse()
+        return out
+
+    def metadata_location(self) -> str:
+        return self.load().operations().current().metadataFileLocation()
+
+    def close(self) -> None:
+        """Close the catalogs and delete the warehouse (keep it with ICECHECK_KEEP_WAREHOUSE=1)."""
+        if self._closed:
+            return
+        self._closed = True
+        for catalog in self._catalogs:
+            try:
+                catalog.close()
+            except Exception:
+                pass
+        self._catalogs.clear()
+        if os.environ.get("ICECHECK_KEEP_WAREHOUSE") != "1":
+            shutil.rmtree(self.warehouse, ignore_errors=True)
+
+    def __enter__(self) -> "JavaTable":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise JavaDriverError("JavaTable is closed")
+
+    # -- names and paths
+
+    def real_path(self, name: str) -> str:
+        """The real path of model file ``name`` (stable, unique, order-preserving)."""
+        path = self._real.get(name)
+        if path is None:
+            path = f"{self.warehouse}/data/{name}"
+            self._real[name] = path
+            self._names[path] = name
+        return path
+
+    def name_of(self, path: str) -> str:
+        """The model name of a real path (the path itself if the driver did not make it)."""
+        return self._names.get(str(path), str(path))
+
+    def readable(self, message: str) -> str:
+        """A Java message with real paths replaced by model names."""
+        for path in sorted(self._names, key=len, reverse=True):
+            if path in message:
+                message = message.replace(path, self._names[path])
+        return message
+
+    # -- metadata-only files
+
+    def java_file(self, f: DataFile | DeleteFile):
+        """The Java ``DataFile`` / ``DeleteFile`` for a model file (built once, then reused)."""
+        key = (f.path, f)
+        jf = self._java_files.get(key)
+        if jf is None:
+            jf = self._build_data_file(f) if not f.is_delete else self._build_delete_file(f)
+            self._java_files[key] = jf
+        return jf
+
+    def partition(self, values: tuple):
+        """A ``StructLike`` partition with Java's types, for a model partition tuple."""
+        values = tuple(values)
+        part = self._partitions.get(values)
+        if part is not None:
+            return part
+        fields = self.config.spec.fields
+        if len(values) != len(fields):
+            raise JavaDriverError(f"partition {values!r} does not fit spec {self.config.spec}")
+        # Ints go through Java's partition-string parser, so long fields get java.lang.Long
+        # (py4j sends small Python ints as Integer); strings and nulls are set afterwards, over
+        # a placeholder of the field's type (the parser reads the string "null" as null).
+        ptype = self.spec.partitionType()
+        texts = []
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, (int, str, type(None))):
+                raise JavaDriverError(f"partition value {v!r} ({type(v).__name__}) is not "
+                                      f"int, str or null")
+            if isinstance(v, int):
+                texts.append(str(v))
+            else:
+                is_string = ptype.fields().get(i).type().typeId().toString() == "STRING"
+                texts.append("x" if is_string else "0")
+        probe = (self._ice.DataFiles.builder(self.spec).withPath(f"{self.warehouse}/probe")
+                 .withFormat("parquet").withFileSizeInBytes(1).withRecordCount(1)
+                 .withPartitionValues(texts).build())
+        part = probe.partition()
+        for i, v in enumerate(values):
+            if not isinstance(v, int):
+                part.set(i, v)
+        self._partitions[values] = part
+        return part
+
+    def _buffer(self, column: str, value: Any):
+        lit = self._ice.expressions.Expressions.lit(value)
+        return lit.to(self._types[column]).toByteBuffer()
+
+    def _long_map(self, values: dict[int, int]):
+        """A java.util.Map<Integer, Long> (Long values cannot be sent directly through py4j)."""
+        mapper = self._ice.util.JsonUtil.mapper()
+        lang = self.jvm.java.lang
+        jtype = mapper.getTypeFactory().constructMapType(
+            self.jvm.java.util.HashMap._java_lang_class, lang.Integer._java_lang_class,
+            lang.Long._java_lang_class)
+        return mapper.readValue(json.dumps({str(k): int(v) for k, v in values.items()}), jtype)
+
+    def _metrics(self, record_count: int, columns: Iterable[str], lower: dict, upper: dict,
+                 nulls: dict):
+        ids = self.field_ids
+        value_counts = {ids[c]: record_count for c in columns}
+        null_counts = {ids[c]: n for c, n in nulls.items()}
+        lowers = self.jvm.java.util.HashMap()
+        uppers = self.jvm.java.util.HashMap()
+        for c, v in lower.items():
+            if v is not None:
+                lowers.put(ids[c], self._buffer(c, v))
+        for c, v in upper.items():
+            if v is not None:
+                uppers.put(ids[c], self._buffer(c, v))
+        return self._ice.Metrics(record_count, None, self._long_map(value_counts),
+                                 self._long_map(null_counts), None, lowers, uppers)
+
+    def _build_data_file(self, f: DataFile):
+        metrics = self._metrics(f.record_count, self.config.schema.names, f.lower(), f.upper(),
+                                f.nulls())
+        b = (self._ice.DataFiles.builder(self.spec).withPath(self.real_path(f.path))
+             .withFormat("parquet").withFileSizeInBytes(_FILE_SIZE)
+             .withRecordCount(f.record_count).withMetrics(metrics))
+        if self.config.spec.fields:
+            b = b.withPartition(self.partition(f.partition))
+        return b.build()
+
+    def _build_delete_file(self, f: DeleteFile):
+        b = self._ice.FileMetadata.deleteFileBuilder(self.spec)
+        if f.content in (POSITION_DELETES, DV):
+            b = b.ofPositionDeletes()
+            refs = [self.real_path(p) for p in f.referenced_paths]
+            if f.content == DV:
+                if len(refs) != 1:
+                    raise JavaDriverError(f"DV {f.path} must reference exactly one data file")
+                b = (b.withFormat("puffin").withReferencedDataFile(refs[0])
+                     .withContentOffset(_DV_CONTENT_OFFSET)
+                     .withContentSizeInBytes(max(8, 4 * len(f.positions))))
+            else:
+                b = b.withFormat("parquet")
+                if len(refs) == 1:
+                    b = b.withReferencedDataFile(refs[0])
+                if refs:
+                    fid = self._ice.MetadataColumns.DELETE_FILE_PATH.fieldId()
+                    stype = self._ice.types.Types.StringType.get()
+                    conv = self._ice.types.Conversions
+                    lowers = self.jvm.java.util.HashMap()
+                    uppers = self.jvm.java.util.HashMap()
+                    lowers.put(fid, conv.toByteBuffer(stype, min(refs)))
+                    uppers.put(fid, conv.toByteBuffer(stype, max(refs)))
+                    b = b.withMetrics(self._ice.Metrics(f.record_count, None, None, None, None,
+                                                        lowers, uppers))
+        elif f.content == EQUALITY_DELETES:
+            cols = list(f.equality_columns)
+            ids = self.gateway.new_array(self.jvm.int, len(cols))
+            for i, c in enumerate(cols):
+                ids[i] = self.field_ids[c]
+            b = b.ofEqualityDeletes(ids).withFormat("parquet")
+            if self.equality_delete_bounds:
+                lower, upper, nulls = bounds_of(cols, f.equality_rows)
+                b = b.withMetrics(self._metrics(f.record_count, cols, dict(lower), dict(upper),
+                                                dict(nulls)))
+        else:
+            raise JavaDriverError(f"unknown delete file content {f.content!r} ({f.path})")
+        b = (b.withPath(self.real_path(f.path)).withFileSizeInBytes(_FILE_SIZE)
+             .withRecordCount(f.record_count))
+        if self.config.spec.fields:
+            b = b.withPartition(self.partition(f.partition))
+        return b.build()
+
+
+# ----------------------------------------------------------------------------- writers
+
+class JavaWriter:
+    """One writer: ``begin`` fixes the operation at the current snapshot, ``commit`` runs it."""
+
+    def __init__(self, table: JavaTable, name: str, catalog):
+        self.table = table
+        self.name = name
+        self.catalog = catalog
+        self.operation: Operation | None = None
+        self.base_snapshot_id: int | None = None
+        self.base_sequence_number: int | None = None
+        self.java_message: str | None = None   # the raw Java message of the last failure
+        self.java_exception: str | None = None  # its class name
+        self.commit_seconds: float | None = None
+        self._update = None
+        self._begin_failure: tuple[str, str | None] | None = None
+        self._done = False
+
+    def begin(self, op: Operation) -> None:
+        """Load the table in this writer's catalog and build the Java operation at its head."""
+        if self._update is not None or self._done:
+            raise JavaDriverError(f"writer {self.name} has already begun")
+        t = self.table
+        jtable = t.load(self.catalog)
+        base = jtable.currentSnapshot()
+        self.base_snapshot_id = base.snapshotId() if base is not None else None
+        self.base_sequence_number = base.sequenceNumber() if base is not None else None
+        self.operation = op
+        from py4j.protocol import Py4JJavaError
+        try:
+            self._update = self._build(jtable, op)
+        except Py4JJavaError as exc:
+            # Java refused the operation while it was being built (e.g. a plain position delete
+            # in a v3 table): that is the writer's outcome, reported by commit().
+            self._begin_failure = self._classify(exc.java_exception)
+            self._update = False
+
+    def commit(self) -> tuple[str, str | None]:
+        """Run Java's commit(); the outcome and, unless committed, the (readable) Java message."""
+        if self._update is None:
+            raise JavaDriverError(f"writer {self.name} commits before it began")
+        if self._done:
+            raise JavaDriverError(f"writer {self.name} has already committed")
+        self._done = True
+        if self._begin_failure is not None:
+            self.commit_seconds = 0.0
+            return self._begin_failure
+        from py4j.protocol import Py4JError, Py4JJavaError
+        t0 = time.perf_counter()
+        try:
+            self._update.commit()
+            outcome: tuple[str, str | None] = (COMMITTED, None)
+        except Py4JJavaError as exc:
+            outcome = self._classify(exc.java_exception)
+        except Py4JError as exc:
+            outcome = (ERROR, f"py4j: {exc}")
+        finally:
+            self.commit_seconds = time.perf_counter() - t0
+            self.table.commit_seconds.append(self.commit_seconds)
+            self.table._release_catalog(self.catalog)  # a writer commits once: free its catalog
+        return outcome
+
+    def _classify(self, jexc) -> tuple[str, str | None]:
+        top_cls = jexc.getClass().getName()
+        top_msg = jexc.getMessage()
+        self.java_exception, self.java_message = top_cls, top_msg
+        cur, depth = jexc, 0
+        while cur is not None and depth < 10:
+            cls = cur.getClass().getName()
+            msg = self.table.readable(cur.getMessage() or "")
+            if cls == _VALIDATION_EXC:
+                return VALIDATION_FAILED, msg
+            if cls == _COMMIT_FAILED_EXC:
+                return COMMIT_FAILED, msg
+            if cls == _COMMIT_UNKNOWN_EXC:
+                return COMMIT_UNKNOWN, msg
+            cur, depth = cur.getCause(), depth + 1
+        return ERROR, f"{top_cls}: {self.table.readable(top_msg or '')}"
+
+    # -- building the Java operation
+
+    def _build(self, jtable, op: Operation):
+        t = self.table
+        kind = KIND_ALIASES.get(op.kind, op.kind)
+        v = op.validations
+        self._check_expressible(kind, op)
+        jf = t.java_file
+
+        if kind == APPEND or kind == FAST_APPEND:
+            u = jtable.newAppend() if kind == APPEND else jtable.newFastAppend()
+            for f in op.add_data:
+                u.appendFile(jf(f))
+        elif kind == OVERWRITE:
+            u = jtable.newOverwrite()
+            for f in op.add_data:
+                u.addFile(jf(f))
+            if op.remove_deletes:
+                sets = t._ice.util
+                u.deleteFiles(sets.DataFileSet.of([jf(f) for f in op.delete_data]),
+                              sets.DeleteFileSet.of([jf(f) for f in op.remove_deletes]))
+            else:
+                for f in op.delete_data:
+                    u.deleteFile(jf(f))
+            if op.row_filter is not None:
+                u.overwriteByRowFilter(to_java_expression(op.row_filter, t.jvm))
+        elif kind == ROW_DELTA:
+            u = jtable.newRowDelta()
+            for f in op.add_data:
+                u.addRows(jf(f))
+            for f in op.delete_data:
+                u.removeRows(jf(f))
+            for f in op.add_deletes:
+                u.addDeletes(jf(f))
+            for f in op.remove_deletes:
+                u.removeDeletes(jf(f))
+        elif kind == REWRITE:
+            u = jtable.newRewrite()
+            for f in op.delete_data:
+                u.deleteFile(jf(f))
+            for f in op.remove_deletes:
+                u.deleteFile(jf(f))
+            for f in op.add_data:
+                u.addFile(jf(f))
+            for f in op.add_deletes:
+                u.addFile(jf(f))
+            if v.starting_sequence_number and self.base_sequence_number is not None:
+                u.dataSequenceNumber(self.base_sequence_number)
+        elif kind == DELETE_FILES:
+            u = jtable.newDelete()
+            for f in op.delete_data:
+                u.deleteFile(jf(f))
+            if op.row_filter is not None:
+                u.deleteFromRowFilter(to_java_expression(op.row_filter, t.jvm))
+            if v.files_exist:
+                u.validateFilesExist()
+        elif kind == REPLACE_PARTITIONS:
+            u = jtable.newReplacePartitions()
+            for f in op.add_data:
+                u.addFile(jf(f))
+        else:
+            raise JavaDriverError(f"unknown operation kind {op.kind!r}")
+
+        if v.from_snapshot and kind in _FROM_SNAPSHOT_KINDS and self.base_snapshot_id is not None:
+            u.validateFromSnapshot(self.base_snapshot_id)
+        if v.filter is not None and kind in _FILTER_KINDS:
+            u.conflictDetectionFilter(to_java_expression(v.filter, t.jvm))
+        if v.no_conflicting_data and kind in (OVERWRITE, REPLACE_PARTITIONS):
+            u.validateNoConflictingData()
+        if v.no_conflicting_deletes and kind in (OVERWRITE, REPLACE_PARTITIONS):
+            u.validateNoConflictingDeletes()
+        if kind == ROW_DELTA:
+            if v.no_conflicting_data_files:
+                u.validateNoConflictingDataFiles()
+            if v.no_conflicting_delete_files:
+                u.validateNoConflictingDeleteFiles()
+            if v.deleted_files:
+                u.validateDeletedFiles()
+            if v.data_files_exist is not None:
+                names = (op.referenced_data_files if v.data_files_exist is True
+                         else v.data_files_exist)
+                paths = [t.real_path(_name(p)) for p in names]
+                u.validateDataFilesExist(paths)
+        return u
+
+    def _check_expressible(self, kind: str, op: Operation) -> None:
+        v = op.validations
+        problems = []
+        for switch, kinds in _SWITCH_KINDS.items():
+            if getattr(v, switch) and kind not in kinds:
+                problems.append(f"validation {switch} has no Java call on {kind}")
+        if v.data_files_exist is not None and kind != ROW_DELTA:
+            problems.append(f"validation data_files_exist has no Java call on {kind}")
+        if not v.validate_on_first_attempt:
+            problems.append("validate_on_first_attempt=False is PyIceberg behaviour, not Java's")
+        if v.deleted_data_files_by_filter:
+            problems.append("deleted_data_files_by_filter is PyIceberg behaviour (Java checks "
+                            "deleted data files only for overwriteByRowFilter)")
+        if v.fail_missing_delete_paths is not None:
+            derived = Operation(kind, validations=_replace_fmdp(v))
+            java_default = derived.missing_delete_paths_enabled
+            if v.fail_missing_delete_paths != java_default:
+                problems.append(f"fail_missing_delete_paths={v.fail_missing_delete_paths} differs "
+                                f"from what Java derives for {kind} ({java_default})")
+        allowed = {
+            APPEND: {"add_data"}, FAST_APPEND: {"add_data"},
+            OVERWRITE: {"add_data", "delete_data", "remove_deletes", "row_filter"},
+            ROW_DELTA: {"add_data", "delete_data", "add_deletes", "remove_deletes"},
+            REWRITE: {"add_data", "delete_data", "add_deletes", "remove_deletes"},
+            DELETE_FILES: {"delete_data", "row_filter"},
+            REPLACE_PARTITIONS: {"add_data"},
+        }.get(kind)
+        if allowed is None:
+            problems.append(f"unknown operation kind {op.kind!r}")
+        else:
+            for attr in ("add_data", "delete_data", "add_deletes", "remove_deletes"):
+                if getattr(op, attr) and attr not in allowed:
+                    problems.append(f"{kind} cannot {attr.replace('_', ' ')} in Java")
+            if op.row_filter is not None and "row_filter" not in allowed:
+                problems.append(f"{kind} takes no row filter in Java")
+        if problems:
+            raise JavaDriverError(f"writer {self.name}: " + "; ".join(problems))
+
+
+def _replace_fmdp(v):
+    from dataclasses import replace
+    return replace(v, fail_missing_delete_paths=None)
+
+
+def _name(p: Any) -> str:
+    """A model file name from a name, a path or a model file object."""
+    return getattr(p, "path", p)
+
+
+def _prop_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

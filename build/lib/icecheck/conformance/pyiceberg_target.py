@@ -1,0 +1,502 @@
+"""Conformance target: PyIceberg 0.12 (SqlCatalog on SQLite + a ``file://`` warehouse).
+
+The model runs first, with a ``pyiceberg-0.12-*`` profile (INSERT fast_append; DELETE / UPDATE /
+MERGE copy-on-write overwrite; the first attempt swaps against its base with no refresh and no
+validation). Its actions are laid out as a timeline exactly as for Java
+(``java_runner.build_plan``): a writer **begins** on PyIceberg where it began in the model (it
+loads the table - its base - and stages its operation in a ``Transaction``, which is when
+PyIceberg scans and writes its data files) and **commits** (``commit_transaction()``, which
+swaps, and on a lost swap refreshes, validates and retries) where the model's verdict was decided.
+
+What each model intent becomes on PyIceberg (all in one ``Transaction``):
+
+=======================  ===========================================================
+INSERT / raw append      ``tx.append(rows)``
+DELETE                   ``tx.delete(where)`` (copy-on-write; isolation from
+                         ``write.delete.isolation-level``)
+UPDATE                   rows matching ``where`` read at the base, SET applied, then
+                         ``tx.overwrite(updated_rows, overwrite_filter=where)`` (PyIceberg has
+                         no UPDATE; overwrite = delete(filter) + append, isolation from
+                         ``write.update.isolation-level``); nothing matching: noop
+MERGE (no ``where``)     ``tx.upsert(rows, join_cols=on)``
+OVERWRITE                ``tx.overwrite(rows, overwrite_filter=where or true)``
+OVERWRITE_PARTITIONS     ``tx.dynamic_partition_overwrite(rows)``
+=======================  ===========================================================
+
+A model ``noop`` (the command changes no row) is run at its begin and committed at once on
+PyIceberg; it agrees when PyIceberg adds no snapshot. Skipped, with the reason: scenarios with
+``conformance.skip: [pyiceberg]``, a non-PyIceberg profile, raw ``op:`` steps other than appends
+of files with rows (row_delta, rewrite, overwrite/delete of named files, delete files), COMPACT,
+MERGE with ``where``, the ``last_writer_wins`` catalog and fault steps.
+
+Comparing (docs/conformance-pyiceberg.md): per operation the **outcome** must be equal; when both
+failed validation, the *kind of check* (added data / deleted data / new deletes / files gone /
+history, from the model's ``check`` and from PyIceberg's message, whose wording is PyIceberg's
+own) is compared and a difference is only noted (``detail``). At the end the **rows** of the
+current snapshot must be equal (data files are PyIceberg's own names, so live files cannot be
+compared by name).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+
+from icecheck.models import catalog as cat
+from icecheck.models import operations as mops
+from icecheck.models import system as sm
+from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, OVERWRITE,
+                                           OVERWRITE_PARTITIONS, UPDATE, Command)
+from icecheck.models.operations import Operation
+from icecheck.models.reads import read_rows
+from icecheck.models.system import Action, Model, ModelConfig
+from icecheck.models.table import TableConfig
+
+from .compare import (AGREE, DISAGREE, ERROR, SKIPPED, AllowEntry, Comparison, OpComparison,
+                      apply_allowlist, scenario_on_model, trace_on_model)
+from .java_runner import NOT_RUN, Plan, build_plan
+
+NAME = "pyiceberg"
+PYICEBERG_VERSION = "0.12"
+INSTALL_HINT = (".venv/bin/pip install 'pyiceberg[sql-sqlite,pyarrow]==0.12.0' "
+                "(or pip install -e '.[conformance]')")
+
+# PyIceberg outcomes beyond the model's.
+ERROR_OUTCOME = "error"
+NOOP_OUTCOME = sm.NOOP
+
+
+class PyIcebergUnsupported(Exception):
+    """The scenario uses something PyIceberg cannot express (the comparison is skipped)."""
+
+
+def _target_unavailable():
+    from .targets import TargetUnavailable
+    return TargetUnavailable
+
+
+def ready() -> None:
+    """Raise ``TargetUnavailable`` (with an install hint) when PyIceberg 0.12 is not usable."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyiceberg
+        import sqlalchemy  # noqa: F401
+        from pyiceberg.catalog.sql import SqlCatalog  # noqa: F401
+    except ImportError as e:
+        raise _target_unavailable()(f"PyIceberg is not installed ({e}); run: {INSTALL_HINT}") \
+            from None
+    version = getattr(pyiceberg, "__version__", "")
+    if not version.startswith(PYICEBERG_VERSION + "."):
+        raise _target_unavailable()(f"PyIceberg {version} found, {PYICEBERG_VERSION}.x needed; "
+                                    f"run: {INSTALL_HINT}")
+
+
+# ----------------------------------------------------------------------------- check kinds
+
+_MODEL_CHECK_KIND = {
+    "no_conflicting_data": "added data files",
+    "no_conflicting_data_files": "added data files",
+    "no_conflicting_deletes": "deleted data files",
+    "no_conflicting_delete_files": "new delete files",
+    "no_new_deletes_for_data_files": "new deletes for replaced files",
+    "data_files_exist": "files gone",
+    "missing_delete_paths": "files gone",
+    "history": "history",
+}
+
+_PY_MESSAGE_KIND = (
+    ("Added data files were found matching", "added data files"),
+    ("Deleted data files were found matching", "deleted data files"),
+    ("Found new conflicting delete files", "new delete files"),
+    ("Cannot commit, found new delete for replace", "new deletes for replaced files"),
+    ("Data files were concurrently deleted", "files gone"),
+    ("Missing required files to delete", "files gone"),
+    ("No matching snapshot found", "history"),
+    ("Cannot find starting snapshot", "history"),
+)
+
+
+def model_check_kind(check: str | None) -> str | None:
+    return _MODEL_CHECK_KIND.get(check or "", check)
+
+
+def pyiceberg_check_kind(message: str | None) -> str | None:
+    for prefix, kind in _PY_MESSAGE_KIND:
+        if message and message.startswith(prefix):
+            return kind
+    return None
+
+
+# ----------------------------------------------------------------------------- the real table
+
+def _isolation(profile_name: str | None) -> str | None:
+    if not profile_name:
+        return None
+    from icecheck.models.profiles import get_profile
+    return get_profile(profile_name).isolation
+
+
+class PyTable:
+    """A fresh PyIceberg table in a temp warehouse (SqlCatalog on SQLite)."""
+
+    IDENT = "icecheck.t"
+
+    def __init__(self, table: TableConfig, isolation: str | None = None):
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        self.config = table
+        self.dir = tempfile.mkdtemp(prefix="icecheck-pyiceberg-")
+        self.catalog = SqlCatalog("icecheck", uri=f"sqlite:///{self.dir}/catalog.sqlite",
+                                  warehouse=f"file://{self.dir}/warehouse")
+        self.catalog.create_namespace("icecheck")
+        props = {str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+                 for k, v in table.properties}
+        props["format-version"] = str(table.format_version)
+        props.setdefault("commit.retry.num-retries", str(table.max_retries))
+        props.setdefault("commit.retry.min-wait-ms", "1")
+        props.setdefault("commit.retry.max-wait-ms", "10")
+        if isolation in ("serializable", "snapshot"):
+            props.setdefault("write.delete.isolation-level", isolation)
+            props.setdefault("write.update.isolation-level", isolation)
+        self.catalog.create_table(self.IDENT, schema=self._schema(), partition_spec=self._spec(),
+                                  properties=props)
+
+    # -- set-up
+    def _schema(self):
+        from pyiceberg.schema import Schema
+        from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+
+        types = {"int": IntegerType(), "long": LongType(), "string": StringType()}
+        return Schema(*[NestedField(i, name, types[t], required=False)
+                        for i, (name, t) in enumerate(self.config.schema.columns, 1)])
+
+    def _spec(self):
+        from pyiceberg.partitioning import PartitionField, PartitionSpec
+        from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
+
+        fields = []
+        for i, f in enumerate(self.config.spec.fields):
+            tr = f.transform
+            transform = (IdentityTransform() if tr.kind == "identity" else
+                         BucketTransform(tr.param) if tr.kind == "bucket" else
+                         TruncateTransform(tr.param))
+            fields.append(PartitionField(source_id=self.config.schema.index(f.source) + 1,
+                                         field_id=1000 + i, transform=transform, name=f.name))
+        return PartitionSpec(*fields)
+
+    def arrow(self, rows):
+        import pyarrow as pa
+
+        types = {"int": pa.int32(), "long": pa.int64(), "string": pa.string()}
+        schema = pa.schema([pa.field(n, types[t], nullable=True)
+                            for n, t in self.config.schema.columns])
+        cols = list(zip(*rows)) if rows else [()] * len(schema)
+        return pa.table({n: pa.array(list(c), type=schema.field(n).type)
+                         for n, c in zip(schema.names, cols)}, schema=schema)
+
+    def load(self):
+        return self.catalog.load_table(self.IDENT)
+
+    def rows(self) -> list[list]:
+        names = self.config.schema.names
+        out = [[r[n] for n in names] for r in self.load().scan().to_arrow().to_pylist()]
+        return sorted(out, key=repr)
+
+    def snapshot_count(self) -> int:
+        return len(self.load().metadata.snapshots)
+
+    def close(self) -> None:
+        try:
+            self.catalog.engine.dispose()
+        except Exception:
+            pass
+        if not os.environ.get("ICECHECK_KEEP_WAREHOUSE"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def check_expressible(intent, table: TableConfig) -> None:
+    """Raise PyIcebergUnsupported when PyIceberg has no way to run ``intent``."""
+    if isinstance(intent, Command):
+        if intent.kind == COMPACT:
+            raise PyIcebergUnsupported("COMPACT: PyIceberg 0.12 has no rewrite_data_files "
+                                       "(no RewriteFiles)")
+        if intent.kind == MERGE and intent.where is not None:
+            raise PyIcebergUnsupported("MERGE with a condition: PyIceberg's upsert has none")
+        if intent.kind == OVERWRITE_PARTITIONS and table.spec.is_unpartitioned:
+            raise PyIcebergUnsupported("dynamic_partition_overwrite needs a partitioned table")
+        if intent.kind == OVERWRITE_PARTITIONS and any(
+                f.transform.kind != "identity" for f in table.spec.fields):
+            raise PyIcebergUnsupported("dynamic_partition_overwrite supports identity "
+                                       "partitions only")
+        return
+    if isinstance(intent, Operation):
+        if intent.kind not in (mops.APPEND, mops.FAST_APPEND):
+            raise PyIcebergUnsupported(f"raw op {intent.kind}: PyIceberg's API cannot commit "
+                                       f"named files (only appends of rows are mapped)")
+        if intent.add_deletes or any(f.rows is None for f in intent.add_data):
+            raise PyIcebergUnsupported("an append of a metadata-only file (no rows) or of "
+                                       "delete files")
+        return
+    raise PyIcebergUnsupported(f"unknown intent {intent!r}")
+
+
+class PyWriter:
+    def __init__(self, pt: PyTable, name: str):
+        self.pt, self.name = pt, name
+        self.tx = None
+        self.nothing = False        # an UPDATE that matched no row: nothing to commit
+
+    def begin(self, intent) -> None:
+        from pyiceberg.expressions import AlwaysTrue
+
+        table = self.pt.load()
+        tx = table.transaction()
+        self.snapshots_before = len(table.metadata.snapshots)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if isinstance(intent, Operation):        # raw append (checked by check_expressible)
+                rows = [r for f in intent.add_data for r in f.rows]
+                tx.append(self.pt.arrow(rows))
+            elif intent.kind == INSERT:
+                tx.append(self.pt.arrow(list(intent.rows)))
+            elif intent.kind == DELETE:
+                tx.delete(intent.where_sql if intent.where is not None else AlwaysTrue())
+            elif intent.kind == UPDATE:
+                where = intent.where_sql if intent.where is not None else AlwaysTrue()
+                names = self.pt.config.schema.names
+                found = table.scan(row_filter=where).to_arrow().to_pylist()
+                sets = dict(intent.set)
+                new = [tuple(sets.get(n, r[n]) for n in names) for r in found]
+                if new:
+                    tx.overwrite(self.pt.arrow(new), overwrite_filter=where)
+                else:
+                    self.nothing = True
+            elif intent.kind == MERGE:
+                tx.upsert(self.pt.arrow(list(intent.rows)), join_cols=list(intent.on))
+            elif intent.kind == OVERWRITE:
+                tx.overwrite(self.pt.arrow(list(intent.rows)),
+                             overwrite_filter=intent.where_sql if intent.where is not None
+                             else AlwaysTrue())
+            elif intent.kind == OVERWRITE_PARTITIONS:
+                tx.dynamic_partition_overwrite(self.pt.arrow(list(intent.rows)))
+            else:
+                raise PyIcebergUnsupported(f"command {intent.kind}")
+        self.tx = tx
+
+    def commit(self) -> tuple[str, str | None]:
+        from pyiceberg.exceptions import CommitFailedException, ValidationException
+
+        if self.nothing:
+            return NOOP_OUTCOME, None
+        import logging
+
+        log = logging.getLogger("pyiceberg.table")
+        level = log.level
+        log.setLevel(logging.ERROR)      # "Commit failed ..., retrying" is expected here
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.tx.commit_transaction()
+        except ValidationException as e:
+            return sm.VALIDATION_FAILED, str(e)
+        except CommitFailedException as e:
+            return sm.COMMIT_FAILED, str(e)
+        except Exception as e:  # noqa: BLE001 - reported as PyIceberg's error
+            return ERROR_OUTCOME, f"{type(e).__name__}: {e}"
+        finally:
+            log.setLevel(level)
+        if self.pt.snapshot_count() == self.snapshots_before:
+            return NOOP_OUTCOME, None
+        return sm.COMMITTED, None
+
+
+# ----------------------------------------------------------------------------- the plan
+
+@dataclass
+class PyRun:
+    outcomes: dict = field(default_factory=dict)       # (writer, index) -> (outcome, message)
+    rows: list | None = None
+    seconds: float = 0.0
+
+
+def _intents_and_rows(config: ModelConfig, actions: list[Action]):
+    """Replay ``actions``: each operation's intent, and the model's final rows."""
+    model = Model(config)
+    state = model.initial()
+    for a in actions:
+        state = model.step(state, a)
+    intents = {}
+    for w in state.writers:
+        for rec in w.history:
+            intents[(w.name, rec.index)] = rec.intent
+        if w.active or w.phase == sm.CRASHED:
+            intents.setdefault((w.name, w.op_index), w.intent)
+    names = config.table.schema.names
+    rows = sorted([list(r.values) for r in read_rows(state.store, state.metadata.current, names)],
+                  key=repr)
+    return intents, rows
+
+
+def _skip_reason(config: ModelConfig, intents: dict, profile: str | None) -> str | None:
+    if config.catalog == cat.LAST_WRITER_WINS:
+        return "catalog last_writer_wins: PyIceberg's SqlCatalog always swaps atomically"
+    has_commands = any(isinstance(i, Command) for i in intents.values())
+    if has_commands and not (profile or "").startswith("pyiceberg-"):
+        return f"profile {profile!r} is not a PyIceberg profile (pyiceberg-0.12-*)"
+    try:
+        for op in config.setup:
+            check_expressible(op, config.table)
+        for intent in intents.values():
+            check_expressible(intent, config.table)
+    except PyIcebergUnsupported as e:
+        return f"not expressible on PyIceberg: {e}"
+    return None
+
+
+def run_plan(plan: Plan, intents: dict, profile: str | None) -> PyRun:
+    t0 = time.perf_counter()
+    run = PyRun()
+    with PyTable(plan.table, _isolation(profile)) as pt:
+        for n, op in enumerate(plan.setup, 1):
+            w = PyWriter(pt, f"setup{n}")
+            w.begin(op)
+            outcome, message = w.commit()
+            if outcome != sm.COMMITTED:
+                raise RuntimeError(f"set-up commit {n} did not commit on PyIceberg: {outcome} "
+                                   f"{message}")
+        timed = []
+        for op in plan.ops:
+            key = (op.writer, op.index)
+            if op.operation is None and op.outcome == sm.NOOP:
+                timed.append((op.begin_at, 0, "noop", op))
+            elif op.operation is not None:
+                timed.append((op.begin_at, 0, "begin", op))
+                if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED):
+                    timed.append((op.java_at, 1, "commit", op))
+        timed.sort(key=lambda e: (e[0], e[1]))
+        writers = {}
+        for _, _, kind, op in timed:
+            key = (op.writer, op.index)
+            if kind in ("begin", "noop"):
+                w = PyWriter(pt, op.writer)
+                w.begin(intents[key])
+                writers[key] = w
+            if kind in ("commit", "noop"):
+                run.outcomes[key] = writers[key].commit()
+        for op in plan.ops:
+            key = (op.writer, op.index)
+            if key not in run.outcomes:
+                run.outcomes[key] = (op.outcome, None) if op.operation is not None \
+                    else (NOT_RUN, None)
+        run.rows = pt.rows()
+    run.seconds = time.perf_counter() - t0
+    return run
+
+
+def _judge(c: Comparison, plan: Plan, run: PyRun, model_rows: list) -> None:
+    for op in plan.ops:
+        outcome, message = run.outcomes[(op.writer, op.index)]
+        kind = op.operation.kind if op.operation is not None else None
+        agree, note = True, None
+        if outcome == NOT_RUN:
+            note = "not run on PyIceberg"
+        elif outcome != op.outcome:
+            agree = False
+            note = f"outcome: model {op.outcome}, pyiceberg {outcome}" + (
+                f" ({message})" if message else "")
+        elif outcome == sm.VALIDATION_FAILED:
+            mk, pk = model_check_kind(op.check), pyiceberg_check_kind(message)
+            if mk != pk:
+                note = f"check differs (detail): model {mk!r}, pyiceberg {pk!r}"
+        c.ops.append(OpComparison(op.label, op.writer, kind, op.outcome, op.message, outcome,
+                                  message, agree, note))
+        if not agree:
+            c.differences.append(f"{op.label}: {note}")
+    c.model_rows, c.target_rows = model_rows, run.rows
+    if run.rows != model_rows:
+        c.differences.append(f"rows: model {model_rows}, pyiceberg {run.rows}")
+    if c.differences:
+        c.status = DISAGREE
+
+
+def compare_plan(cid: str, path: str, source: str, config: ModelConfig, plan: Plan,
+                 actions: list[Action], profile: str | None, lines: dict | None = None
+                 ) -> Comparison:
+    c = Comparison(cid, path, source, AGREE, model_seconds=plan.model_seconds)
+    c.target = NAME
+    if lines:
+        for op in plan.ops:
+            op.line = lines.get((op.writer, op.index))
+    c.model_live = (plan.live_data_files, plan.live_delete_files)
+    intents, model_rows = _intents_and_rows(config, actions)
+    skip = _skip_reason(config, intents, profile)
+    if skip is None and plan.skip and "commit_failed" not in plan.skip:
+        skip = plan.skip
+    if skip:
+        c.status, c.reason = SKIPPED, skip
+        return c
+    try:
+        run = run_plan(plan, intents, profile)
+    except PyIcebergUnsupported as e:
+        c.status, c.reason = SKIPPED, f"not expressible on PyIceberg: {e}"
+        return c
+    except Exception as e:  # noqa: BLE001 - the comparison itself broke
+        c.status, c.reason = ERROR, f"{type(e).__name__}: {e}"
+        return c
+    c.java_seconds = run.seconds
+    _judge(c, plan, run, model_rows)
+    return c
+
+
+# ----------------------------------------------------------------------------- entry points
+
+def compare_scenario(scenario, *, allowlist: list[AllowEntry] | None = None,
+                     source: str = "scenario", **_opts) -> Comparison:
+    """Run ``scenario`` on the model, replay it on PyIceberg, compare (outcomes, then rows)."""
+    from .compare import _op_lines
+
+    if NAME in scenario.conformance_skip:
+        return Comparison(scenario.id, scenario.path, source, SKIPPED,
+                          f"conformance.skip lists pyiceberg: {scenario.conformance_skip[NAME]}")
+    if scenario.uses_faults:
+        return Comparison(scenario.id, scenario.path, source, SKIPPED,
+                          "fault steps cannot be driven on PyIceberg")
+    run = scenario_on_model(scenario)
+    config, actions, verdict, seconds = run.config, run.actions, run.verdict, run.seconds
+    try:
+        plan = build_plan(config, actions)
+    except sm.StepError as e:
+        return Comparison(scenario.id, scenario.path, source, ERROR, f"model replay: {e}")
+    plan.model_seconds = seconds
+    c = compare_plan(scenario.id, scenario.path, source, config, plan, actions,
+                     scenario.profile, _op_lines(plan, verdict))
+    return apply_allowlist(c, allowlist or [])
+
+
+def compare_trace(path: str, *, allowlist: list[AllowEntry] | None = None, **_opts
+                  ) -> Comparison:
+    """Rebuild the model from the trace's config, replay its actions, run them on PyIceberg."""
+    run = trace_on_model(path)
+    config, tid, actions = run.config, run.id, run.actions
+    if not str(run.profile).startswith("pyiceberg-"):
+        return Comparison(tid, path, "trace", SKIPPED,
+                          f"profile {run.profile!r} is not a PyIceberg profile (pyiceberg-0.12-*)")
+    t0 = time.perf_counter()
+    try:
+        plan = build_plan(config, actions)
+    except sm.StepError as e:
+        return Comparison(tid, path, "trace", SKIPPED,
+                          f"the trace does not replay on the model: {e}")
+    plan.model_seconds = time.perf_counter() - t0
+    c = compare_plan(tid, path, "trace", config, plan, actions, run.profile)
+    return apply_allowlist(c, allowlist or [])

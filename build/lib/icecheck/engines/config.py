@@ -1,0 +1,244 @@
+"""Exploration configurations: a table, its initial rows, an engine profile, a catalog, and the
+writers' programs of SQL-level commands (each program entry a set of alternatives, so the
+interleaving *and* the choice of command are explored).
+
+A configuration is plain data (JSON/YAML-able, see ``as_json``), so it can be stored inside a
+trace and rebuilt exactly for replay.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from icecheck.models import catalog as cat
+from icecheck.models import operations as ops
+from icecheck.models.commands import make_planner
+from icecheck.models.files import pairs
+from icecheck.models.operations import Operation
+from icecheck.models.profiles import get_profile
+from icecheck.models.system import ModelConfig, WriterProgram
+from icecheck.models.table import Schema, TableConfig
+from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
+from icecheck.scenarios.errors import InputError
+from icecheck.scenarios.format import _Ctx
+from icecheck.models.commands_spec import parse_command
+from icecheck.scenarios.yamlload import LineDict, LineList
+
+MIX_KINDS = ("insert", "delete", "update", "merge", "compact")
+
+
+@dataclass(frozen=True)
+class ExploreConfig:
+    profile: str
+    schema: tuple[tuple[str, str], ...] = (("id", "int"), ("v", "string"))
+    partition_spec: tuple[str, ...] = ()
+    format_version: int = 2
+    properties: tuple = ()
+    catalog: str = cat.CAS
+    initial_rows: tuple[tuple, ...] = ((1, "v0"), (2, "v0"))
+    # writers[i] = program of writer w{i+1}; each entry a tuple of alternative commands (dicts).
+    writers: tuple = ()
+    faults: bool = False
+    crashes: bool = False
+    key: str = "id"
+    name: str = ""
+
+    def as_json(self) -> dict:
+        return {
+            "name": self.name, "profile": self.profile,
+            "table": {"schema": dict(self.schema), "partition_spec": list(self.partition_spec),
+                      "format_version": self.format_version, "properties": dict(self.properties)},
+            "catalog": self.catalog, "initial_rows": [list(r) for r in self.initial_rows],
+            "writers": [[list(entry) for entry in prog] for prog in self.writers],
+            "faults": self.faults, "crashes": self.crashes, "key": self.key,
+        }
+
+    @staticmethod
+    def from_json(doc: dict, path: str = "<config>") -> "ExploreConfig":
+        try:
+            t = doc["table"]
+            writers = tuple(tuple(tuple(_freeze(c) for c in entry) for entry in prog)
+                            for prog in doc["writers"])
+            cfg = ExploreConfig(
+                profile=doc["profile"], schema=tuple(t["schema"].items()),
+                partition_spec=tuple(t.get("partition_spec", ())),
+                format_version=int(t.get("format_version", 2)),
+                properties=tuple(sorted(t.get("properties", {}).items())),
+                catalog=doc.get("catalog", cat.CAS),
+                initial_rows=tuple(tuple(r) for r in doc.get("initial_rows", ())),
+                writers=writers, faults=bool(doc.get("faults", False)),
+                crashes=bool(doc.get("crashes", False)), key=doc.get("key", "id"),
+                name=doc.get("name", ""))
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise InputError(f"malformed configuration: {type(e).__name__}: {e}", path) from None
+        build_model_config(cfg, path)  # validate everything now, with a clear message
+        return cfg
+
+
+def _freeze(command: Any) -> tuple:
+    """A command dict as a hashable, order-stable tuple of items."""
+    if isinstance(command, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in command.items()))
+    if isinstance(command, (list, tuple)):
+        return tuple(_freeze(v) for v in command)
+    return command
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple) and value and all(isinstance(x, tuple) and len(x) == 2
+                                                   and isinstance(x[0], str) for x in value):
+        return LineDict({k: _thaw(v) for k, v in value})
+    if isinstance(value, tuple):
+        return LineList(_thaw(v) for v in value)
+    return value
+
+
+def _line(d: Any) -> Any:
+    if isinstance(d, LineDict):
+        d.line, d.key_lines = 0, {}
+        for v in d.values():
+            _line(v)
+    elif isinstance(d, LineList):
+        d.line, d.item_lines = 0, []
+        for v in d:
+            _line(v)
+    return d
+
+
+def table_config(cfg: ExploreConfig, path: str = "<config>") -> TableConfig:
+    schema = Schema(tuple(cfg.schema))
+    fields = []
+    for text in cfg.partition_spec:
+        try:
+            transform, source = parse_transform(text)
+        except ValueError as e:
+            raise InputError(str(e), path) from None
+        fields.append(PartitionField(source, transform))
+    return TableConfig(schema, PartitionSpec(tuple(fields)), cfg.format_version,
+                       pairs(dict(cfg.properties)))
+
+
+def command_of(table: TableConfig, command: tuple, path: str = "<config>"):
+    node = _line(_thaw(command))
+    parent = LineDict({"command": node})
+    _line(parent)
+    return parse_command(_Ctx(path), table, node, parent)
+
+
+def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfig:
+    """The model configuration: setup commit of the initial rows, then the writers' programs."""
+    if cfg.catalog not in cat.KINDS:
+        raise InputError(f"unknown catalog {cfg.catalog!r}; expected one of {', '.join(cat.KINDS)}", path)
+    try:
+        get_profile(cfg.profile)
+    except KeyError as e:
+        raise InputError(str(e.args[0]), path) from None
+    table = table_config(cfg, path)
+    setup: tuple[Operation, ...] = ()
+    if cfg.initial_rows:
+        by_part: dict = {}
+        for r in cfg.initial_rows:
+            by_part.setdefault(table.partition_of_row(tuple(r)), []).append(tuple(r))
+        files = tuple(table.data_file(f"s-d{i}", tuple(rows))
+                      for i, (_, rows) in enumerate(sorted(by_part.items(), key=repr), 1))
+        setup = (Operation(ops.APPEND, add_data=files),)
+    writers = []
+    for i, prog in enumerate(cfg.writers, 1):
+        entries = tuple(tuple(command_of(table, c, path) for c in entry) for entry in prog)
+        writers.append(WriterProgram(f"w{i}", entries))
+    return ModelConfig(table, tuple(writers), cfg.catalog, cfg.faults, cfg.crashes, setup,
+                       planner=make_planner(cfg.profile), fuse_local_steps=True)
+
+
+def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
+               mix: tuple[str, ...] = ("delete", "update", "insert"), keys: int = 1,
+               catalog: str = cat.CAS, format_version: int = 2, faults: bool = False,
+               crashes: bool = False) -> ExploreConfig:
+    """A generic configuration: every writer may run any command of ``mix`` on keys 1..keys.
+
+    UPDATE and MERGE write a value naming the writer and operation (``w2.1``), so every row
+    version is distinguishable; INSERT adds a fresh key per writer and operation.
+    """
+    if not mix:
+        raise InputError(f"name at least one command (some of {', '.join(MIX_KINDS)})", "--mix")
+    for kind in mix:
+        if kind not in MIX_KINDS:
+            raise InputError(f"unknown mix kind {kind!r}; expected some of {', '.join(MIX_KINDS)}",
+                             "--mix")
+    programs = []
+    for w in range(1, writers + 1):
+        prog = []
+        for n in range(1, ops_per_writer + 1):
+            tag = f"w{w}.{n}"
+            alts = []
+            for kind in mix:
+                if kind == "insert":
+                    alts.append({"sql": "INSERT", "rows": [[100 * w + n, tag]]})
+                elif kind == "compact":
+                    alts.append({"sql": "COMPACT"})
+                for k in range(1, keys + 1):
+                    if kind == "delete":
+                        alts.append({"sql": "DELETE", "where": f"id = {k}"})
+                    elif kind == "update":
+                        alts.append({"sql": "UPDATE", "where": f"id = {k}", "set": {"v": tag}})
+                    elif kind == "merge":
+                        alts.append({"sql": "MERGE", "on": ["id"], "rows": [[k, tag]]})
+            prog.append(tuple(_freeze(a) for a in alts))
+        programs.append(tuple(prog))
+    initial = tuple((k, "v0") for k in range(1, keys + 1))
+    return ExploreConfig(profile=profile, catalog=catalog, format_version=format_version,
+                         initial_rows=initial, writers=tuple(programs), faults=faults,
+                         crashes=crashes,
+                         name=f"{profile} {writers}w x {ops_per_writer} op(s) {'/'.join(mix)} "
+                              f"keys={keys} {catalog} v{format_version}")
+
+
+#: Events that show a run exercised concurrency at all: two writers met (one lost a race, one
+#: failed validation against the other's commit, or one committed on top of the other's).
+CONCURRENCY_EVENTS = ("lost_race", "validation_conflict", "concurrent_committed_writes",
+                      "commit_from_stale_base")
+
+
+def floor_events(cfg: ExploreConfig) -> list[tuple[str, ...]]:
+    """What any honest run of ``cfg`` must reach, as groups of alternative "sometimes" events
+    (``properties/reachability.py``); a run that misses a group checked nothing there.
+
+    * ``commit``: some operation committed. Every mix command but COMPACT commits when it runs
+      alone on the initial rows, so a run that never saw a commit never got anywhere.
+    * with two or more writers, one of ``CONCURRENCY_EVENTS``: two writers that begin at the
+      same snapshot and both run meet in one of these ways, whatever the catalog or profile.
+    """
+    active = [prog for prog in cfg.writers if prog]
+    commands = [dict(c) for prog in active for entry in prog for c in entry]
+    if not commands or all(c.get("sql") == "COMPACT" for c in commands):
+        return []
+    floor = [("commit",)]
+    if len(active) >= 2:
+        floor.append(CONCURRENCY_EVENTS)
+    return floor
+
+
+def missing_floor(cfg: ExploreConfig, reached) -> list[str]:
+    """The floor groups ``reached`` misses, each as ``a|b|c`` (empty: the floor is met)."""
+    got = set(reached)
+    return ["|".join(group) for group in floor_events(cfg) if not got & set(group)]
+
+
+def command_text(command: tuple) -> str:
+    """A readable one-line form of a frozen command, for traces and explanations."""
+    d = dict(command)
+    sql = d.get("sql")
+    if sql == "DELETE":
+        return f"DELETE WHERE {d.get('where', 'true')}"
+    if sql == "UPDATE":
+        sets = ", ".join(f"{k} = {v!r}" for k, v in d.get("set", ()))
+        return f"UPDATE SET {sets} WHERE {d.get('where', 'true')}"
+    if sql == "INSERT":
+        return f"INSERT {[list(r) for r in d.get('rows', ())]}"
+    if sql == "MERGE":
+        return f"MERGE ON {', '.join(d.get('on', ()))} USING {[list(r) for r in d.get('rows', ())]}"
+    if sql == "COMPACT":
+        return "COMPACT"
+    return json.dumps(d)

@@ -1,0 +1,651 @@
+"""The exhaustive explicit-state checker: BFS (shortest counterexamples) and DFS over the model's
+own ``actions`` and ``step`` (there is no second model).
+
+* states are deduplicated by canonical fingerprints (``engines/symmetry.py``: blake2b of an
+  injective encoding, minimized over the writer-symmetry group when symmetry is on);
+* partial-order reduction (``engines/por.py``) skips transitions that only re-order commuting
+  actions; it never loses a reachable state;
+* the properties are evaluated at every distinct reached state (``traces.execute.judge``:
+  ``properties.evaluate`` + ``split_expected`` + known findings): a must-hold violation is a
+  violation, an allowed one is recorded, a known finding is a violation tagged ``known``;
+* BFS processes one level at a time, in parallel (``workers`` processes). A state lives in the
+  process that generated it, so only fingerprints and action labels cross process boundaries;
+  the master deduplicates a level's edges in a fixed order (parent fingerprint, then action), so
+  the states, their parents, counts and verdicts do not depend on the number of workers;
+* each violation comes with a trace in the corpus format (``traces.execute.build_trace``,
+  canonicalized): with BFS, the path to the first state violating it (shortest).
+
+See docs/exhaustive.md for the design and the soundness argument.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from icecheck.engines.config import ExploreConfig
+from icecheck.engines.por import pruned_after
+from icecheck.engines.symmetry import Fingerprinter, check_bounds
+from icecheck.models import system as S
+from icecheck.models.system import Action, Model, State
+
+BFS, DFS = "bfs", "dfs"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Search bounds beyond the configuration's own (writers, ops, keys, retries)."""
+
+    max_depth: int | None = None
+    max_files: int | None = None     # data + delete files in the store (written, committed or not)
+    max_states: int | None = None
+
+
+def with_retries(cfg: ExploreConfig, retries: int | None) -> ExploreConfig:
+    """``cfg`` with the table property commit.retry.num-retries set (None: keep the default)."""
+    if retries is None:
+        return cfg
+    props = dict(cfg.properties)
+    props["commit.retry.num-retries"] = str(retries)
+    return replace(cfg, properties=tuple(sorted(props.items())))
+
+
+@dataclass
+class Violation:
+    property: str
+    unexpected: bool           # must hold (or a known finding)
+    known: bool                # a recorded known finding (expectations.yaml)
+    depth: int                 # length of the counterexample found (BFS: the shortest)
+    states_before: int         # distinct states when it was found
+    seconds: float             # since the search started
+    actions: list[str]
+    trace: dict | None = None
+
+    def as_json(self) -> dict:
+        return {"property": self.property, "unexpected": self.unexpected,
+                "known_finding": self.known, "length": self.depth,
+                "found_after_states": self.states_before,
+                "found_after_s": round(self.seconds, 3), "actions": self.actions,
+                "trace_id": self.trace["id"] if self.trace else None,
+                "trace_actions": self.trace["actions"] if self.trace else None,
+                "explanation": self.trace["explanation"] if self.trace else None}
+
+
+@dataclass
+class Result:
+    config: ExploreConfig
+    engine: str
+    symmetry: bool
+    por: bool
+    workers: int
+    bounds: Bounds
+    states: int = 0
+    transitions: int = 0           # explored (after POR)
+    enabled_transitions: int = 0   # enabled at expanded states (before POR)
+    max_depth: int = 0
+    seconds: float = 0.0
+    complete: bool = False         # exhausted within the bounds
+    stopped: str | None = None     # "time budget" | "interrupted" | "max states" | ...
+    cut: int = 0                   # states not expanded because of a bound
+    final_states: int = 0
+    violations: dict[str, Violation] = field(default_factory=dict)   # unexpected (incl. known)
+    allowed: dict[str, Violation] = field(default_factory=dict)
+    allowed_counts: Counter = field(default_factory=Counter)
+    violation_counts: Counter = field(default_factory=Counter)
+    coverage: Counter = field(default_factory=Counter)
+    reached: Counter = field(default_factory=Counter)
+    outcomes: set = field(default_factory=set)     # final-state outcome signatures
+    symmetry_classes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)      # what the user should know about the run
+
+    def note_symmetry(self, note: str) -> None:
+        """The fingerprinter turned symmetry off (a group too large to enumerate)."""
+        if note:
+            self.symmetry = False
+            self.notes.append(note)
+
+    @property
+    def states_per_s(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def failed(self) -> bool:
+        """A must-hold property is violated (known findings included; ``failed_new`` excepts
+        them: every command exits 1 on ``failed_new``, or on ``failed`` with --strict)."""
+        return bool(self.violations)
+
+    @property
+    def failed_new(self) -> bool:
+        return any(not v.known for v in self.violations.values())
+
+    @property
+    def violated(self) -> set[str]:
+        return set(self.violations)
+
+    def first(self, prop: str) -> Violation | None:
+        return self.violations.get(prop) or self.allowed.get(prop)
+
+    def as_json(self) -> dict:
+        return {
+            "config": self.config.name, "profile": self.config.profile,
+            "catalog": self.config.catalog, "format_version": self.config.format_version,
+            "engine": self.engine, "symmetry": self.symmetry, "por": self.por,
+            "workers": self.workers,
+            "bounds": {"max_depth": self.bounds.max_depth, "max_files": self.bounds.max_files,
+                       "max_states": self.bounds.max_states},
+            "symmetry_classes": [[f"w{i}" for i in c] for c in self.symmetry_classes],
+            "notes": list(self.notes),
+            "states": self.states, "transitions": self.transitions,
+            "enabled_transitions": self.enabled_transitions, "max_depth": self.max_depth,
+            "seconds": round(self.seconds, 3), "states_per_s": round(self.states_per_s, 1),
+            "complete": self.complete, "stopped": self.stopped, "cut_by_bounds": self.cut,
+            "final_states": self.final_states, "failed": self.failed,
+            "failed_new": self.failed_new,
+            "violations": [v.as_json() for v in self.violations.values()],
+            "allowed": [dict(v.as_json(), states=self.allowed_counts[p])
+                        for p, v in self.allowed.items()],
+            "violating_states": dict(sorted(self.violation_counts.items())),
+            "coverage": dict(sorted(self.coverage.items())),
+            "reached": dict(sorted(self.reached.items())),
+            "final_outcomes": sorted(repr(o) for o in self.outcomes),
+        }
+
+
+# -- the per-process worker ---------------------------------------------------------------------
+class Expander:
+    """Expands states and judges them; holds the states it generated (one BFS level)."""
+
+    def __init__(self, cfg: ExploreConfig, symmetry: bool, por: bool, bounds: Bounds,
+                 evaluate: bool = True):
+        from icecheck.traces.execute import model_for
+        self.cfg, self.por, self.bounds, self.evaluate = cfg, por, bounds, evaluate
+        self.model: Model = model_for(cfg)
+        self.fp = Fingerprinter(cfg, symmetry)
+        self.classes = self.fp.classes
+        from icecheck.engines.symmetry import symmetry_classes
+        self.outcome_classes = symmetry_classes(cfg)
+        self.states: dict[bytes, State] = {}
+        self.next: dict[bytes, State] = {}
+
+    def initial(self) -> tuple[bytes, bytes]:
+        s = self.model.initial()
+        fp, conc = self.fingerprints(s)
+        self.next = {fp: s}
+        return fp, conc
+
+    def fingerprints(self, s: State) -> tuple[bytes, bytes]:
+        """(canonical fingerprint, fingerprint of this very state)."""
+        if not self.fp.symmetric:
+            h = self.fp.under(s, self.fp.perms[0])
+            return h, h
+        conc = self.fp.under(s, self.fp.perms[0])
+        best = conc
+        for p in self.fp.perms[1:]:
+            h = self.fp.under(s, p)
+            if h < best:
+                best = h
+        return best, conc
+
+    def advance(self, keep: list[bytes]) -> None:
+        """Start a new level: keep the generated states the master assigned to this process."""
+        nxt = self.next
+        self.states = {fp: nxt[fp] for fp in keep}
+        self.next = {}
+
+    def judge(self, s: State) -> tuple:
+        """(unexpected props, known props, allowed props, reached events)."""
+        if not self.evaluate:
+            return (), (), (), ()
+        from icecheck.traces.execute import judge, reached
+        j = judge(self.cfg, self.model, s)
+        unexpected = tuple(sorted({v.property for v in j.unexpected}))
+        known = tuple(p for p in unexpected if j.known_finding(p))
+        allowed = tuple(sorted({v.property for v, _ in j.expected} - set(unexpected)))
+        events = tuple(sorted(reached(self.model, s, self.cfg.key)))
+        return unexpected, known, allowed, events
+
+    def outcome(self, s: State) -> tuple:
+        """A final state's outcome, normalized over symmetric writers."""
+        per = {w.slot: tuple(h.outcome for h in w.history) for w in s.writers}
+        return tuple(tuple(sorted(per[i] for i in c)) for c in self.outcome_classes)
+
+    def cut(self, s: State, depth: int) -> bool:
+        b = self.bounds
+        if b.max_depth is not None and depth >= b.max_depth:
+            return True
+        if b.max_files is not None:
+            n = sum(1 for k, v in s.store._objects.items()
+                    if type(v).__name__ in ("DataFile", "DeleteFile"))
+            if n > b.max_files:
+                return True
+        return False
+
+    def expand(self, items: list[tuple[bytes, frozenset | None]], depth: int) -> dict:
+        """Judge and expand ``items`` (fingerprint, pruned action labels) of this level."""
+        model = self.model
+        judged, edges = [], []
+        cov: Counter = Counter()
+        enabled_n = explored = cut = finals = 0
+        outcomes = set()
+        for fp, pruned in items:
+            s = self.states[fp]
+            judged.append((fp, self.judge(s)))
+            actions = model.actions(s)
+            if not actions:
+                finals += 1
+                outcomes.add(self.outcome(s))
+                continue
+            if self.cut(s, depth):
+                cut += 1
+                continue
+            enabled_n += len(actions)
+            for a in actions:
+                label = str(a)
+                if pruned and label in pruned:
+                    continue
+                s2 = model.step(s, a)
+                explored += 1
+                self._coverage(cov, s, s2, a)
+                fp2, conc2 = self.fingerprints(s2)
+                if fp2 not in self.next:
+                    self.next[fp2] = s2
+                p2 = pruned_after(a, model.actions(s2)) if self.por else frozenset()
+                edges.append((fp2, fp, label, conc2, p2))
+        return {"judged": judged, "edges": edges, "coverage": cov, "enabled": enabled_n,
+                "explored": explored, "cut": cut, "finals": finals, "outcomes": outcomes}
+
+    @staticmethod
+    def _coverage(cov: Counter, s: State, s2: State, a: Action) -> None:
+        cov[f"action {a.kind}"] += 1
+        w1, w2 = s.writer(a.writer), s2.writer(a.writer)
+        finished = len(w2.history) > len(w1.history)
+        rec = w2.history[-1] if finished else None
+        if a.kind == S.BEGIN:
+            cov["begin: " + ("noop (nothing to change)" if finished and rec.outcome == S.NOOP
+                             else "planned")] += 1
+        elif a.kind == S.REFRESH:
+            if finished and rec.outcome == S.VALIDATION_FAILED:
+                cov[f"validation failed: {rec.check}"] += 1
+            elif w2.phase == S.PREPARED:
+                v = w1.operation.validations
+                if v.validate_on_first_attempt or w1.attempt > 0:
+                    names = v.enabled() or ["(no validation enabled)"]
+                    for n in names:
+                        cov[f"validation passed: {n.split('(')[0]}"] += 1
+                else:
+                    cov["validation skipped (first attempt)"] += 1
+        elif a.kind in (S.CAS, S.CAS_REPLY_LOST, S.CAS_NOT_APPLIED):
+            if finished:
+                label = rec.outcome + (" (applied)" if rec.outcome == S.COMMIT_UNKNOWN
+                                       and rec.applied else "")
+                cov[f"commit: {label}"] += 1
+            else:
+                cov[f"commit: lost race, retry {w2.attempt}"] += 1
+        elif a.kind == S.CRASH:
+            cov[f"crash while {w1.phase}"] += 1
+
+
+# -- worker processes ---------------------------------------------------------------------------
+def _worker_main(conn, cfg, symmetry, por, bounds, evaluate):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ex = Expander(cfg, symmetry, por, bounds, evaluate)
+    while True:
+        msg = conn.recv()
+        op = msg[0]
+        if op == "expand":
+            conn.send(ex.expand(msg[1], msg[2]))
+        elif op == "advance":
+            ex.advance(msg[1])
+            conn.send(None)
+        elif op == "initial":
+            conn.send(ex.initial())
+        elif op == "stop":
+            conn.close()
+            return
+
+
+class _Local:
+    """The in-process pool (one worker)."""
+
+    def __init__(self, *args):
+        self.ex = Expander(*args)
+
+    def call(self, op, *args):
+        return getattr(self.ex, op)(*args)
+
+
+class _Remote:
+    def __init__(self, ctx, *args):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, *args), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def send(self, op, *args):
+        self.conn.send((op, *args))
+
+    def recv(self):
+        return self.conn.recv()
+
+    def stop(self):
+        try:
+            self.conn.send(("stop",))
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(timeout=2)
+
+
+# -- the search ---------------------------------------------------------------------------------
+Progress = Callable[[dict], None]
+
+
+def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por: bool = True,
+           workers: int = 1, bounds: Bounds = Bounds(), time_budget: float | None = None,
+           progress: Progress | None = None, traces: bool = True,
+           stop_on: frozenset[str] | None = None, evaluate: bool = True) -> Result:
+    """Explore every reachable state of ``cfg`` within ``bounds``.
+
+    ``stop_on``: stop (BFS: at the end of the level) once every property in it was found
+    (violated or allowed). ``traces``: build a corpus-format trace per violated property.
+    A KeyboardInterrupt stops the search and returns the partial result (``stopped``).
+    """
+    if symmetry:
+        check_bounds(cfg)
+    start = time.monotonic()
+    deadline = start + time_budget if time_budget is not None else None
+    if engine == BFS:
+        res = _bfs(cfg, symmetry, por, max(1, workers), bounds, start, deadline, progress,
+                   stop_on, evaluate)
+    elif engine == DFS:
+        res = _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluate)
+    else:
+        raise ValueError(f"unknown engine {engine!r}")
+    res.seconds = time.monotonic() - start
+    if traces:
+        attach_traces(res)
+    return res
+
+
+class _Recorder:
+    """Folds judgements into the result (first occurrence per property)."""
+
+    def __init__(self, res: Result, start: float):
+        self.res, self.start = res, start
+        self.found_at: dict[str, tuple] = {}
+
+    def judged(self, fp: bytes, verdict: tuple, depth: int, path: Callable[[], list[str]]):
+        unexpected, known, allowed, events = verdict
+        res = self.res
+        for e in events:
+            res.reached[e] += 1
+        for p in unexpected:
+            res.violation_counts[p] += 1
+            if p not in res.violations:
+                res.violations[p] = Violation(p, True, p in known, depth, res.states,
+                                              time.monotonic() - self.start, path())
+        for p in allowed:
+            res.allowed_counts[p] += 1
+            if p not in res.allowed:
+                res.allowed[p] = Violation(p, False, False, depth, res.states,
+                                           time.monotonic() - self.start, path())
+
+
+def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on, evaluate):
+    res = Result(cfg, BFS, symmetry, por, workers, bounds)
+    args = (cfg, symmetry, por, bounds, evaluate)
+    if workers == 1:
+        pool = None
+        local = _Local(*args)
+        res.symmetry_classes = local.ex.classes
+        res.note_symmetry(local.ex.fp.note)
+    else:
+        import multiprocessing as mp
+        ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+        pool = [_Remote(ctx, *args) for _ in range(workers)]
+        fp = Fingerprinter(cfg, symmetry)
+        res.symmetry_classes = fp.classes
+        res.note_symmetry(fp.note)
+
+    def broadcast(op, per_worker_args):
+        if pool is None:
+            return [local.call(op, *per_worker_args[0])]
+        for r, a in zip(pool, per_worker_args):
+            r.send(op, *a)
+        return [r.recv() for r in pool]
+
+    rec = _Recorder(res, start)
+    # parents: fp -> (parent fp, action label); the concrete path from the initial state
+    parents: dict[bytes, tuple[bytes | None, str | None]] = {}
+
+    def path_to(fp: bytes) -> list[str]:
+        out = []
+        while True:
+            parent, label = parents[fp]
+            if parent is None:
+                return list(reversed(out))
+            out.append(label)
+            fp = parent
+
+    try:
+        if pool is None:
+            fp0, _ = local.call("initial")
+        else:
+            fp0, _ = broadcast("initial", [()] * workers)[0]
+        parents[fp0] = (None, None)
+        res.states = 1
+        # frontier: [(fp, owner, pruned)], sorted by fp
+        frontier = [(fp0, 0, frozenset())]
+        broadcast("advance", [([fp0] if k == 0 else [],) for k in range(workers)])
+        depth = 0
+        batch = 128
+        while frontier:
+            res.max_depth = depth
+            by_owner: list[list] = [[] for _ in range(workers)]
+            for fp, owner, pruned in frontier:
+                by_owner[owner].append((fp, pruned))
+            order = {fp: i for i, (fp, _, _) in enumerate(frontier)}
+            edges_all: list[tuple[int, list]] = []   # (owner, edges)
+            judged_all: list = []
+            pos = [0] * workers
+            while any(pos[k] < len(by_owner[k]) for k in range(workers)):
+                if deadline is not None and time.monotonic() >= deadline:
+                    res.stopped = "time budget"
+                    raise _Stop()
+                reqs = [(by_owner[k][pos[k]:pos[k] + batch], depth) for k in range(workers)]
+                for k in range(workers):
+                    pos[k] += batch
+                outs = broadcast("expand", reqs)
+                for k, o in enumerate(outs):
+                    judged_all.extend(o["judged"])
+                    edges_all.append((k, o["edges"]))
+                    res.coverage.update(o["coverage"])
+                    res.enabled_transitions += o["enabled"]
+                    res.transitions += o["explored"]
+                    res.cut += o["cut"]
+                    res.final_states += o["finals"]
+                    res.outcomes |= o["outcomes"]
+                if progress:
+                    progress({"states": res.states, "depth": depth,
+                              "frontier": len(frontier), "transitions": res.transitions,
+                              "elapsed": time.monotonic() - start})
+            # verdicts of this level, in frontier order (deterministic)
+            judged_all.sort(key=lambda x: order[x[0]])
+            for fp, verdict in judged_all:
+                rec.judged(fp, verdict, depth, lambda fp=fp: path_to(fp))
+            if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
+                res.stopped = "found"
+                raise _Stop()
+            # dedup the next level: edges in (parent order, action order)
+            flat = []
+            for k, edges in edges_all:
+                for i, e in enumerate(edges):
+                    flat.append((order[e[1]], i, k, e))
+            flat.sort(key=lambda x: (x[0], x[1]))
+            new: dict[bytes, list] = {}    # fp -> [owner, conc, pruned, parent, label]
+            for _, _, k, (fp2, parent, label, conc2, p2) in flat:
+                if fp2 in parents:
+                    continue
+                got = new.get(fp2)
+                if got is None:
+                    new[fp2] = [k, conc2, p2, parent, label]
+                elif got[2]:
+                    got[2] = got[2] & p2 if conc2 == got[1] else frozenset()
+            if bounds.max_states is not None and res.states + len(new) > bounds.max_states:
+                res.stopped = "max states"
+                res.cut += len(new)
+                raise _Stop()
+            for fp2, (k, _, _, parent, label) in new.items():
+                parents[fp2] = (parent, label)
+            res.states += len(new)
+            frontier = sorted((fp2, v[0], v[2]) for fp2, v in new.items())
+            keep = [[] for _ in range(workers)]
+            for fp2, k, _ in frontier:
+                keep[k].append(fp2)
+            broadcast("advance", [(keep[k],) for k in range(workers)])
+            if frontier:
+                depth += 1
+        res.complete = True
+    except _Stop:
+        pass
+    except KeyboardInterrupt:
+        res.stopped = "interrupted"
+    finally:
+        if pool is not None:
+            for r in pool:
+                r.stop()
+    res._path_to = path_to  # for traces of the partial result
+    return res
+
+
+class _Stop(Exception):
+    pass
+
+
+def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluate):
+    """Depth-first search (one process). POR with state caching: a revisited state whose stored
+    pruned set is not included in the new edge's is re-expanded for the difference."""
+    res = Result(cfg, DFS, symmetry, por, 1, bounds)
+    ex = Expander(cfg, symmetry, por, bounds, evaluate)
+    res.symmetry_classes = ex.classes
+    res.note_symmetry(ex.fp.note)
+    model = ex.model
+    rec = _Recorder(res, start)
+    s0 = model.initial()
+    fp0, conc0 = ex.fingerprints(s0)
+    seen: dict[bytes, tuple[bytes, frozenset]] = {fp0: (conc0, frozenset())}
+    res.states = 1
+    # stack entries: (state, fp, depth, actions to explore, index)
+    path: list[str] = []
+    stack: list[list] = []
+
+    def visit(s, fp, depth, pruned):
+        verdict = ex.judge(s)
+        rec.judged(fp, verdict, depth, lambda: list(path))
+        actions = model.actions(s)
+        if not actions:
+            res.final_states += 1
+            res.outcomes.add(ex.outcome(s))
+            return
+        if ex.cut(s, depth):
+            res.cut += 1
+            return
+        res.enabled_transitions += len(actions)
+        todo = [a for a in actions if not (pruned and str(a) in pruned)]
+        stack.append([s, fp, depth, todo, 0])
+
+    last = time.monotonic()
+    try:
+        visit(s0, fp0, 0, frozenset())
+        while stack:
+            top = stack[-1]
+            s, fp, depth, todo, i = top
+            if i >= len(todo):
+                stack.pop()
+                if path:
+                    path.pop()
+                continue
+            top[4] = i + 1
+            a = todo[i]
+            s2 = model.step(s, a)
+            res.transitions += 1
+            ex._coverage(res.coverage, s, s2, a)
+            fp2, conc2 = ex.fingerprints(s2)
+            p2 = pruned_after(a, model.actions(s2)) if por else frozenset()
+            old = seen.get(fp2)
+            if old is not None:
+                old_conc, old_pruned = old
+                if not old_pruned:
+                    continue
+                if conc2 != old_conc:
+                    p2 = frozenset()
+                if old_pruned <= p2:
+                    continue
+                # re-expand what the first visit skipped but this edge does not allow skipping
+                seen[fp2] = (old_conc, old_pruned & p2)
+                redo = [b for b in model.actions(s2) if str(b) in old_pruned and str(b) not in p2]
+                if redo:
+                    path.append(str(a))
+                    stack.append([s2, fp2, depth + 1, redo, 0])
+                continue
+            seen[fp2] = (conc2, p2)
+            res.states += 1
+            res.max_depth = max(res.max_depth, depth + 1)
+            path.append(str(a))
+            before = len(stack)
+            visit(s2, fp2, depth + 1, p2)
+            if len(stack) == before:
+                path.pop()
+            now = time.monotonic()
+            if now - last > 0.2:
+                last = now
+                if progress:
+                    progress({"states": res.states, "depth": depth + 1, "frontier": len(stack),
+                              "transitions": res.transitions, "elapsed": now - start})
+                if deadline is not None and now >= deadline:
+                    res.stopped = "time budget"
+                    break
+            if bounds.max_states is not None and res.states >= bounds.max_states:
+                res.stopped = "max states"
+                break
+            if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
+                res.stopped = "found"
+                break
+        else:
+            res.complete = True
+    except KeyboardInterrupt:
+        res.stopped = "interrupted"
+    return res
+
+
+# -- traces -------------------------------------------------------------------------------------
+def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) -> dict:
+    """The corpus-format trace of ``actions`` (canonicalized: writers renamed by first action;
+    writers that never act are dropped from the configuration)."""
+    from icecheck.engines.hypothesis_engine import trace_name
+    from icecheck.traces.canonical import canonicalize, minimize_config
+    from icecheck.traces.execute import build_trace
+
+    c_cfg, c_acts = canonicalize(cfg, actions)
+    c_cfg = minimize_config(c_cfg, c_acts, prop)
+    return build_trace(
+        c_cfg, c_acts, property=prop, trace_id=trace_name(c_cfg, prop),
+        title=f"{prop} under {cfg.profile} ({cfg.catalog}, v{cfg.format_version})",
+        found_by={"engine": engine, "explored_config": cfg.name,
+                  "search_actions": list(actions), "shortest": engine == BFS})
+
+
+def attach_traces(res: Result) -> None:
+    for v in list(res.violations.values()) + list(res.allowed.values()):
+        if v.trace is None:
+            try:
+                v.trace = trace_for(res.config, v.actions, v.property, res.engine)
+            except ValueError:
+                # e.g. minimize_config found the violation depends on an idle writer's presence
+                v.trace = None

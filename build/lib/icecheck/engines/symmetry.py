@@ -1,0 +1,302 @@
+"""Fingerprints of states, canonical under writer symmetry (see docs/exhaustive.md).
+
+A *writer permutation* ``p`` (a dict old writer index -> new writer index, identity outside its
+support) acts on a state by a structure-preserving *lift* that renames every atom that carries a
+writer's identity, by its role:
+
+* strings: every token ``w<i>`` (``\\bw(\\d+)\\b``: writer names ``w1``, file names ``w1-1-d1``,
+  metadata paths ``v3-w1-2.metadata.json``, UPDATE/MERGE tags ``'w1.1'``, messages) becomes
+  ``w<p(i)>``, and every token of 4+ digits ``i*1000+n`` with ``i`` moved by ``p`` (snapshot ids
+  inside ``snap-1001.avro`` and messages) becomes ``p(i)*1000+n``;
+* ints: a snapshot id ``i*1000+n`` (``n < 1000``) becomes ``p(i)*1000+n``, and a mix_config INSERT
+  key ``100*i+n`` (``1 <= n < 100``) becomes ``100*p(i)+n``; every other int (< 100: sequence
+  numbers, versions, positions, counts, the keys 1..keys) is fixed;
+* ``WriterState.slot`` becomes ``p(slot)``; the writers tuple is re-sorted by the new slot;
+* everything else (structure, field names, types, other atoms) is kept.
+
+Each leaf map is a permutation of its domain (tokens go to tokens of the same shape, so
+boundaries are preserved; the int maps permute 101..999 and 1000.. by their leading digit(s) and
+fix everything else), so the lift of ``p`` is a bijection on states whose inverse is the lift of
+``p^-1``, and lift(p) o lift(q) = lift(p o q): a group action. The canonical fingerprint of a
+state is ``min over p in G of H(lift(p)(s))`` where ``H`` is blake2b over an injective encoding
+and ``G`` is the group of permutations of interchangeable writers (writers whose programs are equal
+once their own tags are renamed, see ``symmetry_classes``). Two states get the same canonical
+fingerprint iff they are in the same G-orbit (up to a 128-bit hash collision).
+
+Precondition (checked by ``check_bounds``): the non-writer ints of the state stay below 100
+(bounded runs: sequence numbers, versions, positions, counts), the keys are below 100, and the
+programs never mention another writer's tags.
+
+Speed: encodings of immutable objects (all the model's frozen dataclasses) are memoized on the
+object itself (``object.__setattr__`` into its ``__dict__``; the model's equality and hashing use
+fields only, so this changes nothing the model sees), per permutation. A store's fingerprint is
+an order-independent sum of its items' digests, so no per-state sort is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+from icecheck.models.store import ObjectStore
+from icecheck.models.system import State, WriterState
+
+_WTOKEN = re.compile(r"\bw(\d+)\b")
+_NTOKEN = re.compile(r"\b(\d+)(\d{3})\b")
+_MOD = 1 << 128
+_CACHE_ATTR = "_icecheck_fp"
+#: The largest symmetry group the canonicaliser enumerates (6! = 720 permutations per state).
+MAX_GROUP = 720
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _h(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+# -- the symmetry group -----------------------------------------------------------------------
+def symmetry_classes(cfg) -> list[list[int]]:
+    """Writers (1-based indexes) that are interchangeable: equal programs after renaming each
+    writer's own tags to a placeholder, and no program naming another writer."""
+    from icecheck.traces.canonical import _rename_value
+
+    n = len(cfg.writers)
+    norm = []
+    for i, prog in enumerate(cfg.writers, 1):
+        text = repr(prog)
+        others = {int(m.group(1)) for m in _WTOKEN.finditer(text)} - {i}
+        if others & set(range(1, n + 1)):
+            norm.append(("unique", i))
+            continue
+        norm.append(repr(_rename_value(prog, {i: 0})))
+    classes: dict[Any, list[int]] = {}
+    for i, key in enumerate(norm, 1):
+        classes.setdefault(key if not isinstance(key, tuple) else key, []).append(i)
+    return [c for c in classes.values()]
+
+
+def group(classes: list[list[int]]) -> list[dict[int, int]]:
+    """Every permutation that permutes each class within itself (identity first)."""
+    per_class = [[dict(zip(c, perm)) for perm in itertools.permutations(c)] for c in classes]
+    out = []
+    for combo in itertools.product(*per_class):
+        p: dict[int, int] = {}
+        for d in combo:
+            p.update({k: v for k, v in d.items() if k != v})
+        out.append(p)
+    out.sort(key=lambda p: sorted(p.items()))
+    return out
+
+
+# -- the lift ---------------------------------------------------------------------------------
+class Perm:
+    """One writer permutation with its leaf maps (and string cache)."""
+
+    def __init__(self, index: int, mapping: dict[int, int]):
+        self.index = index
+        self.map = {k: v for k, v in mapping.items() if k != v}
+        self.identity = not self.map
+        self.strings: dict[str, bytes] = {}
+
+    def writer(self, i: int) -> int:
+        return self.map.get(i, i)
+
+    def name(self, name: str) -> str:
+        return self._str(name)
+
+    def _str(self, s: str) -> str:
+        if self.identity:
+            return s
+        m = self.map
+        s = _WTOKEN.sub(lambda t: f"w{m.get(int(t.group(1)), int(t.group(1)))}", s)
+        return _NTOKEN.sub(lambda t: (f"{m[int(t.group(1))]}{t.group(2)}"
+                                      if int(t.group(1)) in m else t.group(0)), s)
+
+    def int_(self, v: int) -> int:
+        if self.identity or v < 100:
+            return v
+        if v >= 1000:
+            hi, lo = divmod(v, 1000)
+            return self.map[hi] * 1000 + lo if hi in self.map else v
+        hi, lo = divmod(v, 100)
+        return self.map[hi] * 100 + lo if hi in self.map and lo >= 1 else v
+
+    def action(self, action):
+        from icecheck.models.system import Action
+        return Action(self.name(action.writer), action.kind, action.choice)
+
+
+class Fingerprinter:
+    """Canonical state fingerprints for one configuration."""
+
+    def __init__(self, cfg, symmetry: bool = True):
+        singletons = [[i] for i in range(1, len(cfg.writers) + 1)]
+        self.classes = symmetry_classes(cfg) if symmetry else singletons
+        self.note = ""
+        size = math.prod(math.factorial(len(c)) for c in self.classes)
+        if size > MAX_GROUP:
+            # min over every permutation costs |G| hashes per state: with 9 interchangeable
+            # writers that is 362,880, and a search would spend minutes on its first state.
+            self.note = (f"writer symmetry off: {size:,} permutations per state exceed "
+                         f"{MAX_GROUP:,} (at most 6 interchangeable writers)")
+            self.classes = singletons
+        self.perms = [Perm(k, p) for k, p in enumerate(group(self.classes))]
+        self.nperms = len(self.perms)
+        self.symmetric = self.nperms > 1
+        # one cache slot per permutation, kept on each object: [digest or None] * nperms
+        self._identity = self.perms[0]
+        self._stores: dict[int, tuple] = {}   # id(store) -> (store, [digest per perm])
+
+    # -- encoding ---------------------------------------------------------------------------
+    def _enc(self, v: Any, p: Perm, out: list) -> None:
+        t = type(v)
+        if t is str:
+            b = p.strings.get(v)
+            if b is None:
+                s = p._str(v).encode()
+                b = b"s%d:" % len(s) + s
+                p.strings[v] = b
+            out.append(b)
+        elif t is int:
+            out.append(b"i%d;" % p.int_(v))
+        elif t is tuple or t is list:
+            out.append(b"(")
+            for x in v:
+                self._enc(x, p, out)
+            out.append(b")")
+        elif v is None:
+            out.append(b"N")
+        elif t is bool:
+            out.append(b"T" if v else b"F")
+        elif t is float:
+            out.append(b"f%r;" % v)
+        elif t is frozenset or t is set:
+            parts = []
+            for x in v:
+                sub: list = []
+                self._enc(x, p, sub)
+                parts.append(b"".join(sub))
+            out.append(b"{" + b"".join(sorted(parts)) + b"}")
+        elif t is dict:
+            parts = []
+            for k, x in v.items():
+                sub = []
+                self._enc(k, p, sub)
+                self._enc(x, p, sub)
+                parts.append(b"".join(sub))
+            out.append(b"<" + b"".join(sorted(parts)) + b">")
+        elif t is ObjectStore:
+            out.append(b"S" + self.store_digest(v, p).to_bytes(16, "little"))
+        elif is_dataclass(v):
+            out.append(b"D" + self.obj_digest(v, p))
+        else:  # anything else: its repr (deterministic for the model's value types)
+            r = repr(v).encode()
+            out.append(b"r%d:" % len(r) + r)
+
+    def obj_digest(self, obj: Any, p: Perm) -> bytes:
+        d = obj.__dict__
+        cache = d.get(_CACHE_ATTR)
+        if cache is None:
+            cache = [None] * self.nperms
+            object.__setattr__(obj, _CACHE_ATTR, cache)
+        elif len(cache) != self.nperms:   # another fingerprinter's cache (a test): start over
+            cache = [None] * self.nperms
+            object.__setattr__(obj, _CACHE_ATTR, cache)
+        got = cache[p.index]
+        if got is None:
+            out = [type(obj).__name__.encode(), b"("]
+            t = type(obj)
+            names = _FIELDS.get(t)
+            if names is None:
+                names = _FIELDS[t] = tuple(f.name for f in fields(obj) if f.compare)
+            is_writer = t is WriterState
+            for name in names:
+                if is_writer and name == "slot":
+                    out.append(b"i%d;" % p.writer(obj.slot))
+                else:
+                    self._enc(d[name], p, out)
+            got = _h(b"".join(out))
+            cache[p.index] = got
+        return got
+
+    def store_digest(self, store: ObjectStore, p: Perm) -> int:
+        key = id(store)
+        got = self._stores.get(key)
+        if got is not None and got[0] is store:
+            v = got[1][p.index]
+            if v is not None:
+                return v
+        else:
+            if len(self._stores) > 20000:
+                self._stores.clear()
+            got = (store, [None] * self.nperms)
+            self._stores[key] = got
+        v = self._store_digest(store, p)
+        got[1][p.index] = v
+        return v
+
+    def _store_digest(self, store: ObjectStore, p: Perm) -> int:
+        total = 0
+        objs = store._objects
+        for k, obj in objs.items():
+            total += int.from_bytes(self._item(k, obj, p), "little")
+        return total % _MOD
+
+    def _item(self, key: str, obj: Any, p: Perm) -> bytes:
+        # the item digest depends on the key and the object; cache it on the object per key
+        d = obj.__dict__
+        items = d.get("_icecheck_item")
+        if items is None or items[0] != self.nperms:
+            items = (self.nperms, {})
+            object.__setattr__(obj, "_icecheck_item", items)
+        ck = (p.index, key)
+        got = items[1].get(ck)
+        if got is None:
+            kb: list = []
+            self._enc(key, p, kb)
+            got = _h(b"".join(kb) + self.obj_digest(obj, p))
+            items[1][ck] = got
+        return got
+
+    # -- states -----------------------------------------------------------------------------
+    def under(self, state: State, p: Perm) -> bytes:
+        """H(lift(p)(state))."""
+        out = [b"State("]
+        self._enc(state.catalog, p, out)
+        out.append(b"S" + self.store_digest(state.store, p).to_bytes(16, "little"))
+        ws = sorted(state.writers, key=lambda w: p.writer(w.slot))
+        out.append(b"(")
+        for w in ws:
+            out.append(b"D" + self.obj_digest(w, p))
+        out.append(b"))")
+        return _h(b"".join(out))
+
+    def fingerprint(self, state: State) -> bytes:
+        """The canonical fingerprint: the least H(lift(p)(state)) over the group."""
+        return min(self.under(state, p) for p in self.perms)
+
+    def canonical(self, state: State) -> tuple[bytes, list[Perm]]:
+        """(canonical fingerprint, the permutations that reach it)."""
+        best, who = None, []
+        for p in self.perms:
+            h = self.under(state, p)
+            if best is None or h < best:
+                best, who = h, [p]
+            elif h == best:
+                who.append(p)
+        return best, who
+
+
+def check_bounds(cfg) -> None:
+    """Refuse configurations the int renaming could confuse (see the module docstring)."""
+    if len(cfg.writers) > 9:
+        raise ValueError("symmetry reduction supports at most 9 writers")
+    for r in cfg.initial_rows:
+        for v in r:
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 100:
+                raise ValueError(f"symmetry reduction needs initial row values below 100 "
+                                 f"(got {v}); run with --no-symmetry")

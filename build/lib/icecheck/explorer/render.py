@@ -1,0 +1,524 @@
+"""The state of a ``Session`` as HTML (and SVG): the table, the snapshot log, the metadata tree,
+the writers, the properties, the dependency graph and the diff from the previous state.
+
+Every displayed fact has a stable key (``snap:1001``, ``entry:snap-1001-m1.avro:w1-1-d1``,
+``w:w2:phase``, ...). ``facts(state)`` maps keys to their text; the diff between two states is
+the keys added, changed and removed, and the HTML marks the added and changed ones. The web page
+and the notebook view (``Session.render``) share these functions and ``static/explorer.css``.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+from icecheck.models.files import EQUALITY_DELETES, DataFile, DeleteFile
+from icecheck.models.metadata import Manifest, ManifestList
+from icecheck.models.operations import JAVA_NAMES
+from icecheck.models.reads import read_rows
+from icecheck.models.system import Model, State, WriterState
+
+STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+# -- facts and the diff ------------------------------------------------------------------------
+def _rows_text(rows) -> str:
+    return ", ".join(repr(tuple(r)) for r in rows) if rows else "(none)"
+
+
+def _file_text(f) -> str:
+    if isinstance(f, DataFile):
+        if f.rows is None:
+            return f"data file, {f.record_count} row(s)"
+        return "data file: " + "; ".join(f"{i}: {tuple(r)!r}" for i, r in enumerate(f.rows))
+    if isinstance(f, DeleteFile):
+        if f.content == EQUALITY_DELETES:
+            return (f"equality deletes on ({', '.join(f.equality_columns)}): "
+                    + _rows_text(f.equality_rows))
+        kind = "deletion vector" if f.content == "dv" else "position deletes"
+        return f"{kind}: " + ", ".join(f"{p}@{pos}" for p, pos in f.positions)
+    return type(f).__name__
+
+
+def _intent_text(intent) -> str:
+    if intent is None:
+        return "-"
+    return str(intent) if not hasattr(intent, "add_data") else f"{intent.kind} operation"
+
+
+def _record_text(r) -> str:
+    out = f"#{r.index + 1} {_intent_text(r.intent)}: {r.outcome}"
+    if r.snapshot_id is not None and r.outcome in ("committed", "commit_unknown"):
+        out += f" as snapshot {r.snapshot_id}" + (f" (seq {r.sequence_number})"
+                                                  if r.sequence_number is not None else "")
+    if r.check:
+        out += f" [{r.check}]"
+    if r.message:
+        out += f": {r.message}"
+    out += f"; read at snapshot {r.base_snapshot_id}; {r.attempts} attempt(s)"
+    return out
+
+
+def _op_files(w: WriterState) -> list:
+    op = w.operation
+    if op is None:
+        return []
+    return list(op.add_data) + list(op.add_deletes)
+
+
+def _wrote(state: State, w: WriterState) -> list[str]:
+    """Every object writer ``w`` put in the store: its data and delete files
+    (``w1-1-d1``), manifests and manifest lists (``snap-1001...``, snapshot id = slot * 1000 + n)
+    and metadata files (``v2-w1-1.metadata.json``), abandoned attempts included."""
+    out = []
+    for p in state.store:
+        if p.startswith(f"{w.name}-") or re.search(rf"-{re.escape(w.name)}-\d+\.metadata\.json$", p):
+            out.append(p)
+            continue
+        m = re.match(r"^snap-(\d+)[-.]", p)
+        if m and int(m.group(1)) // 1000 == w.slot:
+            out.append(p)
+    return sorted(out, key=lambda p: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", p)])
+
+
+def facts(model: Model, state: State) -> dict[str, tuple[str, str]]:
+    """key -> (label, text) for everything the page shows of ``state``."""
+    out: dict[str, tuple[str, str]] = {}
+    meta = state.metadata
+    out["catalog"] = ("catalog pointer", f"{state.catalog.pointer} (version {state.catalog.version})")
+    out["current"] = ("current snapshot", str(meta.current_snapshot_id))
+    for sid in meta.snapshot_log:
+        s = meta.snapshot(sid)
+        if s is not None:
+            out[f"snap:{sid}"] = (f"snapshot {sid}", f"seq {s.sequence_number} {s.operation} "
+                                  f"(parent {s.parent_id}, by {s.writer})")
+    snap = meta.current
+    if snap is not None:
+        mlist: ManifestList = state.store[snap.manifest_list]
+        out[f"mlist:{mlist.path}"] = (f"manifest list {mlist.path}", ", ".join(mlist.manifests))
+        for mp in mlist.manifests:
+            m: Manifest = state.store[mp]
+            out[f"manifest:{mp}"] = (f"manifest {mp}", f"{m.content}, added by snapshot "
+                                     f"{m.added_snapshot_id}, seq {m.sequence_number}")
+            for e in m.entries:
+                out[f"entry:{mp}:{e.file.path}"] = (
+                    f"entry {e.file.path} in {mp}",
+                    f"{e.status} (snapshot {e.snapshot_id}, data seq {e.data_sequence_number}, "
+                    f"file seq {e.file_sequence_number})")
+    for r in read_rows(state.store, snap, model.table.schema.names):
+        out[f"row:{r.values!r}"] = (f"row {tuple(r.values)!r}", f"in {r.path}@{r.position}")
+    for w in state.writers:
+        out[f"w:{w.name}:phase"] = (f"{w.name} phase", w.phase)
+        out[f"w:{w.name}:base"] = (f"{w.name} base snapshot",
+                                   str(w.base_snapshot_id) if w.active else "-")
+        out[f"w:{w.name}:op"] = (f"{w.name} operation", _intent_text(w.intent) if w.active else "-")
+        out[f"w:{w.name}:attempt"] = (f"{w.name} attempt", str(w.attempt + 1) if w.active else "-")
+        out[f"w:{w.name}:wrote"] = (f"{w.name} wrote", ", ".join(_wrote(state, w)) or "-")
+        for r in w.history:
+            out[f"h:{w.name}:{r.index}"] = (f"{w.name} finished", _record_text(r))
+    return out
+
+
+@dataclass
+class Diff:
+    added: list[tuple[str, str, str]]            # (key, label, text)
+    changed: list[tuple[str, str, str, str]]     # (key, label, old, new)
+    removed: list[tuple[str, str, str]]
+
+    def cls(self, key: str) -> str:
+        """The CSS class marking ``key`` in the current state ('' when unchanged)."""
+        if key in self._added:
+            return " d-add"
+        if key in self._changed:
+            return " d-chg"
+        return ""
+
+    def __post_init__(self):
+        self._added = {k for k, _, _ in self.added}
+        self._changed = {k for k, *_ in self.changed}
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.changed or self.removed)
+
+    def lines(self) -> list[str]:
+        return ([f"+ {label}: {text}" for _, label, text in self.added]
+                + [f"~ {label}: {old} -> {new}" for _, label, old, new in self.changed]
+                + [f"- {label}: {text}" for _, label, text in self.removed])
+
+
+NO_DIFF = Diff([], [], [])
+
+
+def diff(model: Model, before: State | None, after: State) -> Diff:
+    if before is None:
+        return NO_DIFF
+    a, b = facts(model, before), facts(model, after)
+    added = [(k, *b[k]) for k in b if k not in a]
+    changed = [(k, b[k][0], a[k][1], b[k][1]) for k in b if k in a and a[k][1] != b[k][1]]
+    removed = [(k, *a[k]) for k in a if k not in b]
+    return Diff(added, changed, removed)
+
+
+def session_diff(session) -> Diff:
+    return diff(session.model, session.previous, session.state)
+
+
+# -- HTML sections -----------------------------------------------------------------------------
+def _kv(label: str, value: str, key: str, d: Diff) -> str:
+    return (f'<div class="kv{d.cls(key)}" data-key="{esc(key)}"><span class="k">{esc(label)}</span> '
+            f'<span class="v">{value}</span></div>')
+
+
+def table_html(session, d: Diff) -> str:
+    state, model = session.state, session.model
+    meta = state.metadata
+    names = model.table.schema.names
+    rows = sorted(read_rows(state.store, meta.current, names), key=lambda r: repr(r.values))
+    parts = ['<section class="card" id="table"><h2>Table</h2>',
+             _kv("catalog pointer", f"<code>{esc(state.catalog.pointer)}</code> "
+                 f"(version {state.catalog.version})", "catalog", d),
+             _kv("current snapshot", esc(meta.current_snapshot_id) + f" &middot; last seq "
+                 f"{meta.last_sequence_number}", "current", d)]
+    parts.append('<table class="rows"><tr>' + "".join(f"<th>{esc(n)}</th>" for n in names)
+                 + "<th>file@pos</th></tr>")
+    for r in rows:
+        key = f"row:{r.values!r}"
+        parts.append(f'<tr class="{d.cls(key).strip()}" data-key="{esc(key)}">'
+                     + "".join(f"<td>{esc(v)}</td>" for v in r.values)
+                     + f"<td><code>{esc(r.path)}@{r.position}</code></td></tr>")
+    if not rows:
+        parts.append(f'<tr><td colspan="{len(names) + 1}" class="muted">(empty)</td></tr>')
+    parts.append("</table>")
+    for k, label, _ in d.removed:
+        if k.startswith("row:"):
+            parts.append(f'<div class="d-del">removed {esc(label)}</div>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def snapshot_log_html(session, d: Diff) -> str:
+    meta = session.state.metadata
+    parts = ['<section class="card" id="snapshots"><h2>Snapshot log</h2>',
+             '<table class="log"><tr><th>snapshot</th><th>seq</th><th>operation</th>'
+             '<th>parent</th><th>by</th><th>summary</th></tr>']
+    for sid in meta.snapshot_log:
+        s = meta.snapshot(sid)
+        if s is None:
+            continue
+        key = f"snap:{sid}"
+        cur = " current" if sid == meta.current_snapshot_id else ""
+        summary = ", ".join(f"{k}={v}" for k, v in s.summary)
+        parts.append(f'<tr class="{(d.cls(key) + cur).strip()}" data-key="{esc(key)}">'
+                     f"<td>{sid}</td><td>{s.sequence_number}</td><td><b>{esc(s.operation)}</b></td>"
+                     f"<td>{esc(s.parent_id)}</td><td>{esc(s.writer)}</td>"
+                     f'<td class="small">{esc(summary)}</td></tr>')
+    if not meta.snapshot_log:
+        parts.append('<tr><td colspan="6" class="muted">(no snapshot)</td></tr>')
+    parts.append("</table></section>")
+    return "".join(parts)
+
+
+def _file_html(state: State, f, live_positions: set | None) -> str:
+    if isinstance(f, DataFile):
+        if f.rows is None:
+            return f'<span class="muted">{f.record_count} row(s), not materialized</span>'
+        items = []
+        for i, r in enumerate(f.rows):
+            gone = live_positions is not None and (f.path, i) not in live_positions
+            items.append(f'<li class="{"deleted" if gone else ""}" '
+                         f'title="{"deleted by a delete file" if gone else "live"}">'
+                         f"<code>{i}: {esc(tuple(r))}</code></li>")
+        return '<ul class="frows">' + "".join(items) + "</ul>"
+    if isinstance(f, DeleteFile):
+        if f.content == EQUALITY_DELETES:
+            return (f'<span class="small">equality on ({esc(", ".join(f.equality_columns))}):</span>'
+                    '<ul class="frows">' + "".join(f"<li><code>{esc(tuple(r))}</code></li>"
+                                                   for r in f.equality_rows) + "</ul>")
+        return ('<ul class="frows">' + "".join(f"<li><code>{esc(p)} @ {pos}</code></li>"
+                                               for p, pos in f.positions) + "</ul>")
+    return ""
+
+
+def _content_label(f) -> str:
+    return {"data": "data", "position_deletes": "pos-del", "equality_deletes": "eq-del",
+            "dv": "DV"}.get(f.content, f.content)
+
+
+def tree_html(session, d: Diff) -> str:
+    state, model = session.state, session.model
+    snap = state.metadata.current
+    parts = ['<section class="card" id="tree"><h2>Metadata tree</h2>']
+    if snap is None:
+        parts.append('<p class="muted">no current snapshot: the table is empty</p></section>')
+        return "".join(parts)
+    live = {(r.path, r.position) for r in read_rows(state.store, snap, model.table.schema.names)}
+    mlist: ManifestList = state.store[snap.manifest_list]
+    mkey = f"mlist:{mlist.path}"
+    parts.append(f'<ul class="tree"><li class="node" data-key="{esc(mkey)}">'
+                 f'<span class="nh{d.cls(mkey)}"><span class="tag ml">manifest list</span> '
+                 f'<code>{esc(mlist.path)}</code> '
+                 f'<span class="small">(snapshot {snap.snapshot_id}, seq {snap.sequence_number}, '
+                 f'{esc(snap.operation)})</span></span><ul>')
+    for mp in mlist.manifests:
+        m: Manifest = state.store[mp]
+        key = f"manifest:{mp}"
+        parts.append(f'<li class="node" data-key="{esc(key)}"><span class="nh{d.cls(key)}">'
+                     f'<span class="tag mf">{esc(m.content)} manifest</span> <code>{esc(mp)}</code> '
+                     f'<span class="small">added by snapshot {m.added_snapshot_id}, seq '
+                     f'{m.sequence_number}</span></span><ul>')
+        for e in m.entries:
+            key = f"entry:{mp}:{e.file.path}"
+            parts.append(
+                f'<li class="node entry st-{e.status.lower()}" data-key="{esc(key)}">'
+                f'<span class="nh{d.cls(key)}"><span class="status {e.status.lower()}">{e.status}'
+                f'</span> <span class="tag c-{_content_label(e.file).lower()}">'
+                f'{_content_label(e.file)}</span> <code>{esc(e.file.path)}</code> '
+                f'<span class="small">snapshot {e.snapshot_id}, data seq {e.data_sequence_number}, '
+                f'file seq {e.file_sequence_number}'
+                f'{", partition " + esc(e.file.partition) if e.file.partition else ""}</span></span>'
+                + _file_html(state, e.file, live if e.is_live else None) + "</li>")
+        parts.append("</ul></li>")
+    parts.append("</ul></li></ul>")
+    gone = [(k, label) for k, label, _ in d.removed
+            if k.startswith(("manifest:", "entry:", "mlist:"))]
+    if gone:
+        parts.append('<div class="d-del">no longer in the tree: '
+                     + ", ".join(esc(label) for _, label in gone) + "</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _files_list(files, state: State) -> str:
+    if not files:
+        return '<span class="muted">none</span>'
+    return '<ul class="files">' + "".join(
+        f'<li><span class="tag c-{_content_label(f).lower()}">{_content_label(f)}</span> '
+        f"<code>{esc(f.path)}</code> {_file_html(state, f, None)}</li>" for f in files) + "</ul>"
+
+
+def writers_html(session, d: Diff) -> str:
+    state = session.state
+    parts = ['<section class="card" id="writers"><h2>Writers</h2>']
+    for w in state.writers:
+        key = f"w:{w.name}:phase"
+        parts.append(f'<div class="writer" data-writer="{esc(w.name)}">'
+                     f'<h3>{esc(w.name)} <span class="phase ph-{esc(w.phase)}{d.cls(key)}" '
+                     f'data-key="{esc(key)}">{esc(w.phase)}</span></h3>')
+        if w.active:
+            op = w.operation
+            parts.append(_kv("base snapshot", esc(w.base_snapshot_id)
+                             + f' <span class="small">(<code>{esc(w.base_path)}</code>)</span>',
+                             f"w:{w.name}:base", d))
+            parts.append(_kv("operation", f"<b>{esc(_intent_text(w.intent))}</b> &rarr; "
+                             f"{esc(JAVA_NAMES.get(op.kind, op.kind))}", f"w:{w.name}:op", d))
+            parts.append(_kv("attempt", esc(w.attempt + 1), f"w:{w.name}:attempt", d))
+            enabled = op.validations.enabled()
+            parts.append(f'<div class="kv"><span class="k">validations</span> <span class="v small">'
+                         f'{esc(", ".join(enabled) or "none")}</span></div>')
+            planned = [("adds", list(op.add_data) + list(op.add_deletes)),
+                       ("removes", list(op.delete_data) + list(op.remove_deletes))]
+            for label, files in planned:
+                if files:
+                    parts.append(f'<div class="kv"><span class="k">plans: {label}</span>'
+                                 f"{_files_list(files, state)}</div>")
+            if w.pending_path:
+                parts.append(f'<div class="kv"><span class="k">pending commit</span> snapshot '
+                             f'{esc(w.pending_snapshot_id)} in <code>{esc(w.pending_path)}</code>'
+                             f'</div>')
+            if w.refreshed_path:
+                parts.append(f'<div class="kv"><span class="k">refreshed to</span> '
+                             f'<code>{esc(w.refreshed_path)}</code></div>')
+        wrote = _wrote(state, w)
+        parts.append(_kv("wrote", ", ".join(f"<code>{esc(p)}</code>" for p in wrote)
+                         or '<span class="muted">nothing yet</span>', f"w:{w.name}:wrote", d))
+        if w.history:
+            parts.append('<div class="k">finished operations</div><ul class="history">')
+            for r in w.history:
+                key = f"h:{w.name}:{r.index}"
+                bad = r.outcome not in ("committed", "noop")
+                parts.append(f'<li class="outcome-{esc(r.outcome)}{" bad" if bad else ""}'
+                             f'{d.cls(key)}" data-key="{esc(key)}">{esc(_record_text(r))}</li>')
+            parts.append("</ul>")
+        parts.append("</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def properties_html(session) -> str:
+    parts = ['<section class="card" id="properties"><h2>Properties</h2><ul class="props">']
+    for p in session.properties():
+        if not p.violated:
+            parts.append(f'<li class="prop holds" data-property="{esc(p.name)}">'
+                         f'<span class="mark">&#10003;</span> <b>{esc(p.name)}</b> holds</li>')
+            continue
+        parts.append(f'<li class="prop violated status-{esc(p.status)}" data-property="{esc(p.name)}">'
+                     f'<span class="mark">&#10007;</span> <b>{esc(p.name)}</b> VIOLATED'
+                     f' <span class="badge">{esc(p.status)}</span>')
+        for v in p.violations:
+            parts.append(f'<div class="vmsg">{esc(v.message)}</div>'
+                         f'<div class="vwhy small"><b>{esc(v.status)}</b>: {esc(v.reason)}</div>')
+        parts.append("</li>")
+    parts.append("</ul></section>")
+    return "".join(parts)
+
+
+def diff_html(session, d: Diff) -> str:
+    a = session.last_action
+    parts = ['<section class="card" id="diff"><h2>Changes</h2>']
+    if a is None:
+        parts.append('<p class="muted">the initial state (no previous state)</p></section>')
+        return "".join(parts)
+    from icecheck.traces.explain import step_event
+    ev = step_event(session.model, session.config.key, session.previous, a, session.state)
+    parts.append(f'<p class="event">step {session.at}: <code>{esc(a)}</code>: {esc(ev.sentence)}</p>'
+                 '<ul class="difflist">')
+    for _, label, text in d.added:
+        parts.append(f'<li class="d-add">+ {esc(label)}: {esc(text)}</li>')
+    for _, label, old, new in d.changed:
+        parts.append(f'<li class="d-chg">~ {esc(label)}: <s>{esc(old)}</s> &rarr; {esc(new)}</li>')
+    for _, label, text in d.removed:
+        parts.append(f'<li class="d-del">&minus; {esc(label)}: {esc(text)}</li>')
+    if d.empty:
+        parts.append('<li class="muted">nothing visible changed</li>')
+    parts.append("</ul></section>")
+    return "".join(parts)
+
+
+# -- the dependency graph ----------------------------------------------------------------------
+def dot_available() -> bool:
+    return shutil.which("dot") is not None
+
+
+def _strip_xml(svg: str) -> str:
+    i = svg.find("<svg")
+    return svg[i:] if i >= 0 else svg
+
+
+def dependency_graphviz(session):
+    import graphviz
+
+    g, cycles = session.dependency_graph()
+    on_cycle = {(a, b, t) for _, edges in cycles for a, b, t, _ in edges}
+    cyc_nodes = {n for _, edges in cycles for e in edges for n in e[:2]}
+    dg = graphviz.Digraph("deps", graph_attr={"rankdir": "LR", "fontname": "Helvetica",
+                                              "bgcolor": "transparent"},
+                          node_attr={"shape": "box", "style": "rounded", "fontname": "Helvetica",
+                                     "fontsize": "10"},
+                          edge_attr={"fontname": "Helvetica", "fontsize": "9"})
+    for n, attrs in g.nodes(data=True):
+        label = f"{n}\n{attrs.get('command', '')}\nsnapshot {attrs.get('snapshot_id')}, seq " \
+                f"{attrs.get('sequence_number')}"
+        dg.node(str(n), label, color="red" if n in cyc_nodes else "black",
+                penwidth="2" if n in cyc_nodes else "1")
+    for a, b, attrs in g.edges(data=True):
+        t = attrs.get("type")
+        if t == "co":
+            dg.edge(str(a), str(b), style="dashed", color="gray", label="co", fontcolor="gray")
+            continue
+        k = attrs.get("row_key")
+        red = (a, b, t) in on_cycle
+        dg.edge(str(a), str(b), label=f"{t} {session.config.key}={k!r}",
+                color="red" if red else "black", fontcolor="red" if red else "black",
+                penwidth="2" if red else "1")
+    return dg, g, cycles
+
+
+def graph_html(session) -> str:
+    parts = ['<section class="card" id="graph"><h2>Dependency graph</h2>']
+    try:
+        dg, g, cycles = dependency_graphviz(session)
+    except Exception as e:  # noqa: BLE001 - the graph is a view: show why, never fail the page
+        return "".join(parts) + f'<p class="muted">cannot build the graph: {esc(e)}</p></section>'
+    if g.number_of_nodes() == 0:
+        parts.append('<p class="muted">no committed operation yet</p>')
+    elif dot_available():
+        try:
+            parts.append('<div class="svg">' + _strip_xml(dg.pipe(format="svg").decode()) + "</div>")
+        except Exception as e:  # noqa: BLE001
+            parts.append(f'<p class="muted">Graphviz failed: {esc(e)}</p>')
+    else:
+        parts.append('<p class="muted">(install Graphviz\'s <code>dot</code> to draw it)</p><ul>'
+                     + "".join(f"<li>{esc(a)} -{esc(t.get('type'))}-&gt; {esc(b)}</li>"
+                               for a, b, t in g.edges(data=True)) + "</ul>")
+    for anomaly, edges in cycles:
+        steps = "; ".join(f"{a} -{t}-> {b} on {session.config.key}={k!r}" for a, b, t, k in edges)
+        parts.append(f'<p class="cycle">cycle ({esc(anomaly)}): {esc(steps)}</p>')
+    if g.number_of_nodes() and not cycles:
+        parts.append('<p class="small muted">no cycle</p>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# -- whole views -------------------------------------------------------------------------------
+def css() -> str:
+    with open(os.path.join(STATIC, "explorer.css"), encoding="utf-8") as f:
+        return f.read()
+
+
+def state_sections(session) -> dict[str, str]:
+    d = session_diff(session)
+    return {"diff": diff_html(session, d), "table": table_html(session, d),
+            "snapshots": snapshot_log_html(session, d), "tree": tree_html(session, d),
+            "writers": writers_html(session, d), "properties": properties_html(session),
+            "graph": graph_html(session)}
+
+
+def notebook_html(session) -> str:
+    """A self-contained fragment (its own scoped style) for Jupyter."""
+    s = state_sections(session)
+    path = " ".join(session.path) or "(initial state)"
+    return (f"<div class=\"icx\"><style>{css()}</style>"
+            f"<div class=\"head\"><b>{esc(session.title)}</b> &middot; step {session.at} of "
+            f"{len(session.full_path)} &middot; <code>{esc(path)}</code><br>"
+            f"<span class=\"small\">enabled: {esc(', '.join(session.actions()) or 'none (final)')}"
+            f"</span></div>"
+            f"<div class=\"cols\"><div class=\"col\">{s['diff']}{s['table']}{s['snapshots']}"
+            f"{s['tree']}</div><div class=\"col\">{s['properties']}{s['writers']}{s['graph']}"
+            f"</div></div></div>")
+
+
+def state_svg(session) -> str:
+    """The state's metadata tree and writers as an SVG diagram (Graphviz)."""
+    import graphviz
+
+    if not dot_available():
+        raise RuntimeError("SVG diagrams need Graphviz's `dot` (apt-get install graphviz)")
+    state = session.state
+    meta = state.metadata
+    g = graphviz.Digraph("state", graph_attr={"rankdir": "LR", "fontname": "Helvetica",
+                                              "label": f"{session.title} - step {session.at}",
+                                              "labelloc": "t"},
+                         node_attr={"shape": "box", "fontname": "Helvetica", "fontsize": "10"})
+    g.node("catalog", f"catalog\n{state.catalog.pointer}", shape="cylinder")
+    snap = meta.current
+    if snap is not None:
+        g.node("snap", f"snapshot {snap.snapshot_id}\nseq {snap.sequence_number} {snap.operation}")
+        g.edge("catalog", "snap")
+        mlist = state.store[snap.manifest_list]
+        for mp in mlist.manifests:
+            m = state.store[mp]
+            g.node(mp, f"{m.content} manifest\n{mp}", style="rounded")
+            g.edge("snap", mp)
+            for e in m.entries:
+                fid = f"{mp}/{e.file.path}"
+                color = {"ADDED": "darkgreen", "EXISTING": "black", "DELETED": "red"}[e.status]
+                g.node(fid, f"{e.status} {e.file.path}\n{_file_text(e.file)}", color=color,
+                       fontcolor=color, shape="note")
+                g.edge(mp, fid)
+    for w in state.writers:
+        label = f"{w.name}: {w.phase}"
+        if w.active:
+            label += f"\n{_intent_text(w.intent)}\nbase snapshot {w.base_snapshot_id}"
+        for r in w.history:
+            label += f"\n#{r.index + 1} {r.outcome}"
+        g.node(f"writer {w.name}", label, shape="oval")
+    return _strip_xml(g.pipe(format="svg").decode())

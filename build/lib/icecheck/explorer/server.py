@@ -1,0 +1,266 @@
+"""The explorer's web page (Flask), served on 127.0.0.1 only.
+
+The server keeps no per-user state: every request names its configuration and its path in the
+URL (``?config=<id or encoded config>&path=w1.begin~w2.begin%231&at=2``), and the page is
+rebuilt from a ``Session`` (the same class notebooks use). So any state can be shared and
+reloaded. Malformed URLs answer HTTP 400 with the reason.
+
+Routes: ``/`` the page; ``/find`` BFS to the nearest violation / failed validation, then the page
+at the end of the found path; ``/trace.json`` the path as a trace (a download); ``POST /save``
+writes the trace into the directory given on the command line (only there).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import glob
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from flask import Flask, Response, redirect, render_template, request
+from werkzeug.exceptions import HTTPException
+
+from icecheck.engines.config import ExploreConfig
+from icecheck.scenarios.errors import InputError
+
+from . import render
+from .bfs import ANY, VALIDATIONS
+from .session import Session, SessionError
+
+HOST = "127.0.0.1"
+SEP = "~"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class BadRequest(Exception):
+    """A malformed request: answered with HTTP 400 and the reason."""
+
+
+@dataclass
+class Registered:
+    config: ExploreConfig
+    actions: list[str]
+    title: str
+
+
+# -- URLs ------------------------------------------------------------------------------------
+def encode_config(cfg: ExploreConfig) -> str:
+    text = json.dumps(cfg.as_json(), sort_keys=True, separators=(",", ":"))
+    return "z" + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
+
+
+def decode_config(text: str) -> ExploreConfig:
+    if not text.startswith("z"):
+        raise BadRequest(f"bad config {text[:60]!r}: not a known configuration id, nor an "
+                         f"encoded configuration (which starts with 'z')")
+    body = text[1:]
+    try:
+        raw = zlib.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        doc = json.loads(raw)
+    except (binascii.Error, ValueError, zlib.error) as e:
+        raise BadRequest(f"bad config: cannot decode the encoded configuration ({e})") from None
+    if not isinstance(doc, dict):
+        raise BadRequest("bad config: the encoded configuration is not a JSON object")
+    try:
+        return ExploreConfig.from_json(doc, "config")
+    except InputError as e:
+        raise BadRequest(f"bad config: {e}") from None
+
+
+def split_path(text: str | None) -> list[str]:
+    return [p for p in (text or "").split(SEP) if p.strip()]
+
+
+def page_url(config_id: str, path: list[str], at: int | None = None, **extra) -> str:
+    q = {"config": config_id, "path": SEP.join(path)}
+    if at is not None and at != len(path):
+        q["at"] = str(at)
+    q.update({k: v for k, v in extra.items() if v is not None})
+    return "/?" + urlencode(q)
+
+
+# -- the app ---------------------------------------------------------------------------------
+def corpus_configs() -> dict[str, Registered]:
+    """The corpus traces (traces/*.json), by trace id."""
+    import icecheck.traces
+    from icecheck.traces import format as fmt
+
+    out = {}
+    folder = os.path.dirname(os.path.abspath(icecheck.traces.__file__))
+    for p in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            doc = fmt.load_trace(p)
+            cfg = ExploreConfig.from_json(doc["config"], p)
+        except InputError:
+            continue
+        out[fmt.trace_id(doc, p)] = Registered(cfg, list(doc["actions"]), doc.get("title") or "")
+    return out
+
+
+def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
+               save_dir: str | None = None) -> Flask:
+    """The Flask app. Its start page is ``trace`` (a trace file, stepped from state 0) or
+    ``config``; ``save_dir`` enables ``POST /save`` into that directory (and only there)."""
+    from icecheck.traces import format as fmt
+
+    app = Flask(__name__)
+    registry = corpus_configs()
+    if trace is not None:
+        try:
+            doc = fmt.load_trace(trace)
+            cfg = ExploreConfig.from_json(doc["config"], f"{trace}: field 'config'")
+        except InputError as e:
+            raise SessionError(f"bad trace: {e}") from None
+        start_id = fmt.trace_id(doc, trace)
+        registry[start_id] = Registered(cfg, list(doc["actions"]), doc.get("title") or start_id)
+    elif config is not None:
+        start_id = encode_config(config)
+    else:
+        raise ValueError("create_app needs a config or a trace")
+    app.config["ICX"] = {"registry": registry, "start": start_id,
+                         "save_dir": os.path.abspath(save_dir) if save_dir else None}
+
+    def resolve(config_id: str) -> tuple[ExploreConfig, Registered | None]:
+        reg = registry.get(config_id)
+        if reg is not None:
+            return reg.config, reg
+        return decode_config(config_id), None
+
+    def session_from_request(args) -> tuple[str, Session, Registered | None]:
+        config_id = args.get("config") or start_id
+        cfg, reg = resolve(config_id)
+        path = split_path(args.get("path"))
+        at = args.get("at")
+        if at is not None:
+            try:
+                at = int(at)
+            except ValueError:
+                raise BadRequest(f"bad step {at!r}: 'at' must be a whole number") from None
+        title = reg.title if reg and reg.title else cfg.name
+        s = Session(cfg, path, at, title=title, source=config_id)
+        return config_id, s, reg
+
+    @app.errorhandler(BadRequest)
+    @app.errorhandler(SessionError)
+    def bad_request(e):
+        return error_page(400, "Bad request", str(e))
+
+    @app.errorhandler(HTTPException)
+    def http_error(e):
+        return error_page(e.code or 500, e.name, e.description or "")
+
+    @app.errorhandler(Exception)
+    def internal_error(e):  # never a crash: the reason, with HTTP 500
+        app.logger.exception("explorer error")
+        return error_page(500, "Internal error", f"{type(e).__name__}: {e}")
+
+    def error_page(code: int, title: str, reason: str):
+        back = page_url(start_id, [])
+        return render_template("error.html", code=code, title=title, reason=reason,
+                               back=back), code
+
+    @app.get("/")
+    def index():
+        args = request.args
+        config_id = args.get("config") or start_id
+        if "path" not in args and config_id in registry and registry[config_id].actions:
+            # A trace: load its path, at the initial state, to step through it.
+            return redirect(page_url(config_id, registry[config_id].actions, 0))
+        config_id, s, reg = session_from_request(args)
+        notice, bad = None, False
+        if args.get("found"):
+            notice = args["found"]
+        if args.get("saved"):
+            notice = f"saved the trace to {args['saved']}"
+        return render_page(config_id, s, notice, bad)
+
+    @app.get("/find")
+    def find():
+        config_id, s, _ = session_from_request(request.args)
+        goal = request.args.get("goal", "")
+        kind, _, name = goal.partition(":")
+        if kind not in ("property", "validation") or not name:
+            raise BadRequest(f"bad goal {goal!r}: expected property:NAME or validation:NAME")
+        result = s.find_path(**{kind: name})
+        if not result.found:
+            return render_page(config_id, s, result.message, True)
+        return redirect(page_url(config_id, s.full_path, s.at, found=result.message))
+
+    @app.get("/trace.json")
+    def trace_json():
+        config_id, s, _ = session_from_request(request.args)
+        name = request.args.get("name") or "explorer-trace"
+        if not NAME_RE.match(name):
+            raise BadRequest(f"bad trace name {name!r}: use letters, digits, '.', '_' and '-'")
+        doc = s.trace(trace_id=name)
+        return Response(fmt.dumps(doc), mimetype="application/json",
+                        headers={"Content-Disposition": f'attachment; filename="{name}.json"'})
+
+    @app.post("/save")
+    def save():
+        folder = app.config["ICX"]["save_dir"]
+        if not folder:
+            raise BadRequest("saving is disabled: start the explorer with --save-trace DIR to "
+                             "save traces into DIR (or use the download link)")
+        config_id, s, _ = session_from_request(request.form)
+        name = (request.form.get("name") or "").strip()
+        if name.endswith(".json"):
+            name = name[:-5]
+        if not NAME_RE.match(name):
+            raise BadRequest(f"bad trace name {name!r}: use letters, digits, '.', '_' and '-' "
+                             f"(a file name inside the save directory, not a path)")
+        target = os.path.abspath(os.path.join(folder, name + ".json"))
+        if os.path.dirname(target) != folder:
+            raise BadRequest(f"bad trace name {name!r}: it must name a file inside {folder}")
+        s.save_trace(target)
+        return redirect(page_url(config_id, s.full_path, s.at, saved=target), code=303)
+
+    def render_page(config_id: str, s: Session, notice: str | None, bad: bool):
+        from icecheck.properties import PROPERTIES
+
+        full = s.full_path
+        nxt = s.ahead[0] if s.ahead else None
+        actions = [{"name": a, "what": s.describe_action(a), "next": a == nxt,
+                    "url": page_url(config_id, full, s.at + 1) if a == nxt
+                    else page_url(config_id, s.path + [a])}
+                   for a in s.actions()]
+        steps = [{"k": k, "action": full[k - 1] if k else "init",
+                  "url": page_url(config_id, full, k),
+                  "cls": "here" if k == s.at else ("ahead" if k > s.at else "")}
+                 for k in range(len(full) + 1)]
+        goals = ([("property:" + ANY, "a violation of any property")]
+                 + [("property:" + p, f"a violation of {p}") for p in PROPERTIES]
+                 + [("validation:" + ANY, "a failed validation (any check)")]
+                 + [("validation:" + v, f"a failed {v} validation") for v in VALIDATIONS])
+        return render_template(
+            "page.html", s=s, config_id=config_id, sections=render.state_sections(s),
+            actions=actions, steps=steps, goals=goals, notice=notice, bad=bad,
+            back_url=page_url(config_id, full, s.at - 1) if s.at else None,
+            forward_url=page_url(config_id, full, s.at + 1) if s.ahead else None,
+            start_url=page_url(config_id, full, 0), end_url=page_url(config_id, full, len(full)),
+            here_url=page_url(config_id, full, s.at),
+            download_url="/trace.json?" + urlencode({"config": config_id,
+                                                     "path": SEP.join(s.path)}),
+            path_text=SEP.join(s.path), save_dir=app.config["ICX"]["save_dir"],
+            cfg=s.config)
+
+    return app
+
+
+def serve(app: Flask, port: int = 0, *, announce=print) -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until interrupted; announce the URL."""
+    from werkzeug.serving import make_server
+
+    server = make_server(HOST, port, app, threaded=True)
+    announce(f"icecheck explorer: http://{HOST}:{server.server_port}/")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -1,0 +1,262 @@
+"""The planner: an engine runs a SQL-level command at its scan snapshot and produces the
+Iceberg operation it will commit, following its profile (``profiles.py``).
+
+What each command writes, by table mode:
+
+* copy-on-write DELETE/UPDATE/MERGE: every data file holding a live row the command changes is
+  deleted and rewritten (surviving rows, updated rows) -> OverwriteFiles;
+* merge-on-read: a position delete file per touched data file (format v2, file-scoped, as Spark
+  writes since Iceberg 1.8) or a deletion vector that also carries the file's earlier deleted
+  positions and replaces the old DV (v3), plus new data files for updated and inserted rows
+  -> RowDelta;
+* COMPACT: the live rows of the matching files rewritten into one file per partition
+  -> RewriteFiles;
+* INSERT -> AppendFiles; overwrite(filter) -> OverwriteFiles.overwriteByRowFilter;
+  overwritePartitions() -> ReplacePartitions;
+* profiles whose OVERWRITE / OVERWRITE_PARTITIONS rule is copy-on-write (PyIceberg): a
+  copy-on-write DELETE of the filter (or of the written partitions, by an identity-partition
+  predicate) plus the new rows -> OverwriteFiles, conflict filter = that predicate;
+* a MERGE rule with ``inserts: fast_append`` (PyIceberg's upsert): when no key matches, the
+  inserted rows are a FastAppend with no validation.
+
+The scan is the writer's own read of its base snapshot, so a retry re-commits exactly the same
+files (Java re-applies the operation; it never rescans).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from . import operations as ops
+from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_ON_READ,
+                            OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
+from .files import DV, DataFile, DeleteFile, POSITION_DELETES
+from .filters import And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file, or_
+from .metadata import TableMetadata
+from .operations import Operation, Validations
+from .profiles import CommandRule, Profile, get_profile
+from .reads import RowVersion, live_data_entries, live_delete_entries, read_rows
+from .system import StepError
+from .table import TableConfig
+
+
+class NothingToDo(Exception):
+    """The command changes no row (e.g. a DELETE matching nothing): the engine commits nothing."""
+
+
+class PlanError(StepError):
+    """The engine refuses the command outright (e.g. PyIceberg's dynamic_partition_overwrite on
+    an unpartitioned table or a non-identity partition spec): the begin step cannot run."""
+
+
+class _Names:
+    """Fresh, deterministic file names for one operation of one writer."""
+
+    def __init__(self, writer: str, op_number: int):
+        self.prefix = f"{writer}-{op_number}"
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def __call__(self, kind: str) -> str:
+        self.counts[kind] += 1
+        return f"{self.prefix}-{kind}{self.counts[kind]}"
+
+
+def _matches(table: TableConfig, cmd: Command, row: tuple, where: Expr | None = None) -> bool:
+    where = cmd.where if where is None else where
+    return where is None or eval_row(where, table.schema.as_dict(row))
+
+
+def _group_files(table: TableConfig, rows: list[tuple], names: _Names) -> tuple[DataFile, ...]:
+    """Write ``rows`` into one new data file per partition (writers never mix partitions)."""
+    by_part: dict[tuple, list[tuple]] = {}
+    for r in rows:
+        by_part.setdefault(table.partition_of_row(r), []).append(r)
+    return tuple(table.data_file(names("d"), tuple(rs)) for _, rs in sorted(by_part.items(), key=repr))
+
+
+def _validations(rule: CommandRule, profile: Profile, cmd: Command,
+                 referenced: tuple[str, ...], where: Expr | None = None) -> Validations:
+    v = set(rule.validations)
+    where = cmd.where if where is None else where
+    return Validations(
+        from_snapshot="from_snapshot" in v,
+        filter=where if "filter" in v else None,
+        no_conflicting_data="no_conflicting_data" in v,
+        no_conflicting_deletes="no_conflicting_deletes" in v,
+        no_conflicting_data_files="no_conflicting_data_files" in v,
+        no_conflicting_delete_files="no_conflicting_delete_files" in v,
+        deleted_files="deleted_files" in v,
+        data_files_exist=referenced if "data_files_exist" in v else None,
+        files_exist="files_exist" in v,
+        starting_sequence_number="starting_sequence_number" in v,
+        deleted_data_files_by_filter="deleted_data_files_by_filter" in v,
+        validate_on_first_attempt=profile.validate_on_first_attempt,
+    )
+
+
+def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:
+    """PyIceberg's dynamic_partition_overwrite delete filter: OR over the written partitions of
+    AND over ``col = value`` (``col is null``); identity partition fields only."""
+    spec = table.spec
+    if spec.is_unpartitioned:
+        raise PlanError("dynamic partition overwrite: cannot apply dynamic overwrite on an "
+                        "unpartitioned table")
+    bad = [str(f) for f in spec.fields if f.transform.kind != "identity"]
+    if bad:
+        raise PlanError("dynamic partition overwrite: only identity partition transforms are "
+                        f"supported, not {', '.join(bad)}")
+    expr: Expr | None = None
+    for part in sorted({table.partition_of_row(r) for r in rows}, key=repr):
+        term: Expr | None = None
+        for f, value in zip(spec.fields, part):
+            p = IsNull(f.source) if value is None else Cmp("=", f.source, value)
+            term = p if term is None else And(term, p)
+        expr = term if expr is None else or_(expr, term)
+    assert expr is not None
+    return expr
+
+
+def _changes(table: TableConfig, cmd: Command, rows: list[RowVersion]):
+    """Which live rows the command touches, and what they become (None: deleted)."""
+    changed: dict[tuple[str, int], tuple | None] = {}
+    inserts: list[tuple] = []
+    names = table.schema.names
+    if cmd.kind in (DELETE, UPDATE):
+        sets = dict(cmd.set)
+        for r in rows:
+            if _matches(table, cmd, r.values):
+                if cmd.kind == DELETE:
+                    changed[(r.path, r.position)] = None
+                else:
+                    changed[(r.path, r.position)] = tuple(sets.get(n, v) for n, v in zip(names, r.values))
+    elif cmd.kind == MERGE:
+        key_idx = [names.index(c) for c in cmd.on]
+        source = {tuple(s[i] for i in key_idx): s for s in cmd.rows}
+        matched = set()
+        for r in rows:
+            key = tuple(r.values[i] for i in key_idx)
+            if key in source and _matches(table, cmd, r.values):
+                changed[(r.path, r.position)] = source[key]
+                matched.add(key)
+        inserts = [s for k, s in source.items() if k not in matched]
+    return changed, inserts
+
+
+def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
+         table: TableConfig) -> Operation:
+    rule = profile.rule(cmd.kind)
+    names = _Names(writer.name, writer.op_index + 1)
+    snapshot = base.current
+    store = state.store
+
+    if cmd.kind == INSERT:
+        return Operation(rule.operation, add_data=_group_files(table, list(cmd.rows), names),
+                         validations=_validations(rule, profile, cmd, ()))
+    cow_overwrite = cmd.kind in (OVERWRITE, OVERWRITE_PARTITIONS) and rule.mode == COPY_ON_WRITE
+    if cmd.kind == OVERWRITE_PARTITIONS and not cow_overwrite:
+        return Operation(ops.REPLACE_PARTITIONS, add_data=_group_files(table, list(cmd.rows), names),
+                         validations=_validations(rule, profile, cmd, ()))
+    if cmd.kind == OVERWRITE and not cow_overwrite:
+        return Operation(ops.OVERWRITE, add_data=_group_files(table, list(cmd.rows), names),
+                         row_filter=cmd.where, validations=_validations(rule, profile, cmd, ()))
+
+    rows = read_rows(store, snapshot, table.schema.names)
+    live = {e.file.path: e.file for e in live_data_entries(store, snapshot)}
+    if cmd.kind == COMPACT:
+        return _plan_compaction(cmd, rule, profile, table, rows, live, names)
+
+    where = cmd.where
+    if cow_overwrite:
+        # PyIceberg: overwrite(df, filter) / dynamic_partition_overwrite(df) = a copy-on-write
+        # delete of the filter (the written partitions), frozen at the base, + the new rows
+        if cmd.kind == OVERWRITE_PARTITIONS:
+            where = _partition_predicate(table, list(cmd.rows))
+        elif where is None:
+            where = TrueExpr()
+        changed = {(r.path, r.position): None for r in rows if _matches(table, cmd, r.values, where)}
+        inserts = list(cmd.rows)
+    else:
+        changed, inserts = _changes(table, cmd, rows)
+    if not changed and not inserts:
+        raise NothingToDo(f"{cmd} matches no row at snapshot {base.current_snapshot_id}")
+    if cmd.kind == MERGE and not changed and rule.inserts == ops.FAST_APPEND:
+        # PyIceberg's upsert: no key matched, so the unmatched rows are one plain fast append
+        # (no validation). When some key matches, the model keeps one copy-on-write overwrite
+        # for the whole upsert (PyIceberg commits an overwrite and an append, two snapshots of one
+        # transaction), so its validations then cover the inserted rows too.
+        return Operation(ops.FAST_APPEND, add_data=_group_files(table, inserts, names),
+                         validations=Validations(
+                             validate_on_first_attempt=profile.validate_on_first_attempt))
+    touched = sorted({path for path, _ in changed})
+    new_rows = [v for v in changed.values() if v is not None] + inserts
+    if rule.mode == MERGE_ON_READ:
+        deletes, removed_dvs = _position_deletes(table, store, snapshot, changed, names)
+        referenced = tuple(touched)
+        return Operation(rule.operation, add_data=_group_files(table, new_rows, names),
+                         add_deletes=deletes, remove_deletes=removed_dvs,
+                         validations=_validations(rule, profile, cmd, referenced))
+    # copy-on-write: rewrite every touched file with its surviving and updated rows.
+    by_file: dict[str, list[RowVersion]] = defaultdict(list)
+    for r in rows:
+        by_file[r.path].append(r)
+    rewritten: list[tuple] = []
+    for path in touched:
+        for r in by_file[path]:
+            new = changed.get((path, r.position), r.values)
+            if new is not None:
+                rewritten.append(new)
+    rewritten.extend(inserts)
+    return Operation(ops.OVERWRITE, add_data=_group_files(table, rewritten, names),
+                     delete_data=tuple(live[p] for p in touched),
+                     validations=_validations(rule, profile, cmd, (), where))
+
+
+def _position_deletes(table, store, snapshot, changed, names):
+    """One file-scoped position delete file (v2) or deletion vector (v3) per touched file."""
+    by_file: dict[str, list[int]] = defaultdict(list)
+    for (path, pos) in sorted(changed):
+        by_file[path].append(pos)
+    out: list[DeleteFile] = []
+    removed: list[DeleteFile] = []
+    old_dvs = {e.file.referenced_data_file: e.file for e in live_delete_entries(store, snapshot)
+               if e.file.content == DV}
+    data = {e.file.path: e.file for e in live_data_entries(store, snapshot)}
+    for path, positions in by_file.items():
+        partition = data[path].partition
+        if table.format_version >= 3:
+            old = old_dvs.get(path)
+            merged = set(positions) | (set(p for _, p in old.positions) if old else set())
+            out.append(DeleteFile(names("dv"), DV, partition,
+                                  positions=tuple((path, p) for p in sorted(merged))))
+            if old is not None:
+                removed.append(old)
+        else:
+            out.append(DeleteFile(names("p"), POSITION_DELETES, partition,
+                                  positions=tuple((path, p) for p in positions)))
+    return tuple(out), tuple(removed)
+
+
+def _plan_compaction(cmd, rule, profile, table, rows, live, names) -> Operation:
+    """rewrite_data_files: rewrite the matching files' live rows, one file per partition."""
+    targets = [f for f in live.values()
+               if cmd.where is None or might_match_file(cmd.where, table.spec, f.partition, f.lower(),
+                                                        f.upper(), f.nulls(), f.record_count)]
+    if not targets:
+        raise NothingToDo("compaction finds no data file to rewrite")
+    paths = {f.path for f in targets}
+    kept = [r.values for r in rows if r.path in paths]
+    return Operation(ops.REWRITE, add_data=_group_files(table, kept, names),
+                     delete_data=tuple(sorted(targets, key=lambda f: f.path)),
+                     validations=_validations(rule, profile, cmd, ()))
+
+
+def make_planner(profile_name: str):
+    """The planner the model calls at ``begin`` for command intents."""
+    profile = get_profile(profile_name)
+
+    def planner(cmd: Command, **kwargs: Any) -> Operation:
+        return plan(cmd, profile, **kwargs)
+
+    planner.profile = profile  # type: ignore[attr-defined]
+    return planner

@@ -1,0 +1,113 @@
+"""Iceberg's metadata tree: metadata files, snapshots, manifest lists, manifests, entries.
+
+Everything is immutable and addressed by path in the object store (``store.py``), exactly as
+in the Iceberg spec: a metadata file lists every snapshot and the snapshot log; a snapshot
+points at a manifest list; a manifest list names manifests; a manifest holds entries of one
+content type (data or deletes), each with a status relative to the snapshot that wrote the
+manifest (``added_snapshot_id``).
+
+Logical-manifest read rule (Java's ManifestReader): an entry is *live* when its status is ADDED
+or EXISTING. DELETED entries only mean something to the snapshot that wrote the manifest; when a
+later commit rewrites the manifest they are dropped, and the other entries become EXISTING.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .files import ContentFile, Pairs
+
+ADDED = "ADDED"
+EXISTING = "EXISTING"
+DELETED = "DELETED"
+
+# Snapshot operation names, as in org.apache.iceberg.DataOperations.
+APPEND = "append"
+REPLACE = "replace"
+OVERWRITE = "overwrite"
+DELETE = "delete"
+
+DATA_MANIFEST = "data"
+DELETE_MANIFEST = "deletes"
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    status: str
+    snapshot_id: int
+    data_sequence_number: int
+    file_sequence_number: int
+    file: ContentFile
+
+    @property
+    def is_live(self) -> bool:
+        return self.status != DELETED
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    content: str
+    added_snapshot_id: int
+    sequence_number: int
+    entries: tuple[ManifestEntry, ...]
+
+    def live_entries(self) -> tuple[ManifestEntry, ...]:
+        return tuple(e for e in self.entries if e.is_live)
+
+    @property
+    def has_added_or_existing(self) -> bool:
+        return any(e.is_live for e in self.entries)
+
+
+@dataclass(frozen=True)
+class ManifestList:
+    path: str
+    snapshot_id: int
+    manifests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: int
+    parent_id: int | None
+    sequence_number: int
+    operation: str
+    manifest_list: str
+    summary: Pairs = ()
+    writer: str = ""
+
+    def summary_dict(self) -> dict:
+        return dict(self.summary)
+
+
+@dataclass(frozen=True)
+class TableMetadata:
+    """One metadata file: the whole table state at one version."""
+
+    path: str
+    version: int
+    format_version: int
+    last_sequence_number: int
+    current_snapshot_id: int | None
+    snapshots: tuple[Snapshot, ...]
+    snapshot_log: tuple[int, ...]
+
+    def snapshot(self, snapshot_id: int | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return None
+        for snap in self.snapshots:
+            if snap.snapshot_id == snapshot_id:
+                return snap
+        return None
+
+    @property
+    def current(self) -> Snapshot | None:
+        return self.snapshot(self.current_snapshot_id)
+
+    def ancestors(self, snapshot_id: int | None):
+        """Snapshots from ``snapshot_id`` back along parent pointers (Java SnapshotUtil.ancestorsOf)."""
+        snap = self.snapshot(snapshot_id)
+        while snap is not None:
+            yield snap
+            snap = self.snapshot(snap.parent_id)

@@ -1,0 +1,121 @@
+"""Iceberg table operations (the Java API's snapshot producers) and their validation switches.
+
+An ``Operation`` is what an engine hands to Iceberg's ``commit()``: files to add and delete and
+the validations it enabled. It is fixed once the writer has written its files and is re-applied,
+unchanged, on every retry, exactly as Java's ``SnapshotProducer`` re-runs ``apply()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .files import DataFile, DeleteFile, DV
+from .filters import Expr
+
+APPEND = "append"              # MergeAppend (table.newAppend())
+FAST_APPEND = "fast_append"    # FastAppend (table.newFastAppend())
+OVERWRITE = "overwrite"        # BaseOverwriteFiles
+ROW_DELTA = "row_delta"        # BaseRowDelta
+REWRITE = "rewrite"            # BaseRewriteFiles
+DELETE_FILES = "delete_files"  # StreamingDelete
+REPLACE_PARTITIONS = "replace_partitions"  # BaseReplacePartitions
+
+KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS)
+KIND_ALIASES = {"merge_append": APPEND}
+
+JAVA_NAMES = {
+    APPEND: "AppendFiles (MergeAppend)",
+    FAST_APPEND: "AppendFiles (FastAppend)",
+    OVERWRITE: "OverwriteFiles",
+    ROW_DELTA: "RowDelta",
+    REWRITE: "RewriteFiles",
+    DELETE_FILES: "DeleteFiles",
+    REPLACE_PARTITIONS: "ReplacePartitions",
+}
+
+
+@dataclass(frozen=True)
+class Validations:
+    """Each Java validation switch, on or off on its own.
+
+    ``data_files_exist`` is the set of data file paths passed to ``validateDataFilesExist`` (None:
+    not called). ``fail_missing_delete_paths`` None means "as Java derives it" (see
+    ``missing_delete_paths_enabled``). ``validate_on_first_attempt`` False models PyIceberg,
+    which validates only when a lost race forces a retry.
+    """
+
+    from_snapshot: bool = False
+    filter: Expr | None = None
+    no_conflicting_data: bool = False
+    no_conflicting_deletes: bool = False
+    no_conflicting_data_files: bool = False
+    no_conflicting_delete_files: bool = False
+    deleted_files: bool = False
+    data_files_exist: tuple[str, ...] | None = None
+    files_exist: bool = False
+    starting_sequence_number: bool = False
+    fail_missing_delete_paths: bool | None = None
+    validate_on_first_attempt: bool = True
+    # PyIceberg: an OverwriteFiles checks concurrently deleted data files and new delete files
+    # against its conflict filter even without a row filter (Java needs overwriteByRowFilter)
+    deleted_data_files_by_filter: bool = field(default=False,
+                                               metadata={"digest_omit_default": True})
+
+    def enabled(self) -> list[str]:
+        """Names of the switches that are on, for reports and traces."""
+        out = []
+        for name in ("from_snapshot", "no_conflicting_data", "no_conflicting_deletes",
+                     "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
+                     "files_exist", "starting_sequence_number", "deleted_data_files_by_filter"):
+            if getattr(self, name):
+                out.append(name)
+        if self.filter is not None:
+            out.append(f"filter({self.filter})")
+        if self.data_files_exist is not None:
+            out.append("data_files_exist")
+        if self.fail_missing_delete_paths is not None:
+            out.append(f"fail_missing_delete_paths={self.fail_missing_delete_paths}")
+        return out
+
+
+@dataclass(frozen=True)
+class Operation:
+    kind: str
+    add_data: tuple[DataFile, ...] = ()
+    delete_data: tuple[DataFile, ...] = ()
+    add_deletes: tuple[DeleteFile, ...] = ()
+    remove_deletes: tuple[DeleteFile, ...] = ()
+    row_filter: Expr | None = None
+    validations: Validations = field(default_factory=Validations)
+
+    def with_validations(self, **changes) -> "Operation":
+        return replace(self, validations=replace(self.validations, **changes))
+
+    @property
+    def missing_delete_paths_enabled(self) -> bool:
+        """Java's ``failMissingDeletePaths()``: when deleted files must still be found live."""
+        v = self.validations
+        if v.fail_missing_delete_paths is not None:
+            return v.fail_missing_delete_paths
+        if self.kind == REWRITE:
+            return True
+        if self.kind == OVERWRITE:
+            return v.no_conflicting_data or v.no_conflicting_deletes
+        if self.kind == ROW_DELTA:
+            return v.deleted_files
+        if self.kind == DELETE_FILES:
+            return v.files_exist
+        return False
+
+    @property
+    def referenced_data_files(self) -> tuple[str, ...]:
+        """Data files named by the position deletes and DVs this operation adds."""
+        seen: dict[str, None] = {}
+        for d in self.add_deletes:
+            for path in d.referenced_paths:
+                seen.setdefault(path, None)
+        return tuple(seen)
+
+    @property
+    def adds_dvs(self) -> bool:
+        return any(d.content == DV for d in self.add_deletes)

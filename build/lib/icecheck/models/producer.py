@@ -1,0 +1,328 @@
+"""Applying an operation to the refreshed table: Java's ``SnapshotProducer.apply()``.
+
+Two halves, as in Java:
+
+* ``validate_operation``: the operation's ``validate(base, parent)``, the checks enabled by its
+  validation switches (see ``validation.py``), run against the refreshed head;
+* ``produce_snapshot``: MergingSnapshotProducer's manifest work: filter the parent's manifests
+  (rewriting the ones that lose files, which is where "Missing required files to delete" is
+  raised), drop delete files that can no longer apply, write new manifests for added files, and
+  build the new snapshot and metadata file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from . import operations as ops
+from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
+from .filters import might_match_file, must_match_file
+from .metadata import (ADDED, APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
+                       OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
+                       TableMetadata)
+from .operations import Operation
+from .reads import manifests_of
+from .table import TableConfig
+from .validation import (PartitionSet, ValidationFailed, fmt_paths, starting_sequence_number,
+                         validate_added_data_files, validate_added_dvs, validate_data_files_exist,
+                         validate_deleted_data_files, validate_no_new_delete_files,
+                         validate_no_new_deletes_for_data_files)
+
+
+def operation_name(op: Operation, iceberg_version: tuple[int, int] = (1, 11)) -> str:
+    """The snapshot's operation name (SnapshotProducer.operation() of each Java class)."""
+    if op.kind in (ops.APPEND, ops.FAST_APPEND):
+        return APPEND
+    if op.kind == ops.REWRITE:
+        return REPLACE
+    if op.kind == ops.DELETE_FILES:
+        return DELETE
+    if op.kind == ops.REPLACE_PARTITIONS:
+        return OVERWRITE
+    if op.kind == ops.OVERWRITE:
+        deletes = bool(op.delete_data) or op.row_filter is not None
+        adds = bool(op.add_data)
+        if deletes and not adds:
+            return DELETE
+        if adds and not deletes:
+            return APPEND
+        return OVERWRITE
+    if op.kind == ops.ROW_DELTA:
+        adds_rows = bool(op.add_data)
+        adds_deletes = bool(op.add_deletes)
+        # The APPEND branch is newer than Iceberg 1.10 (BaseRowDelta.operation() on main).
+        if adds_rows and not adds_deletes and iceberg_version >= (1, 11):
+            return APPEND
+        if adds_deletes and not adds_rows:
+            return DELETE
+        return OVERWRITE
+    raise ValueError(f"unknown operation kind {op.kind}")
+
+
+def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
+                       starting_id: int | None) -> None:
+    """Run the operation's enabled checks against ``base`` (the refreshed metadata)."""
+    parent = base.current
+    if parent is None:
+        return
+    v = op.validations
+    expr = v.filter
+    args = (store, table, base, starting_id)
+    if op.kind == ops.OVERWRITE:
+        if v.no_conflicting_data:
+            # BaseOverwriteFiles.dataConflictDetectionFilter()
+            if expr is not None:
+                data_filter = expr
+            elif op.row_filter is not None and not op.delete_data:
+                data_filter = op.row_filter
+            else:
+                data_filter = None
+            validate_added_data_files(*args, data_filter, parent)
+        if v.no_conflicting_deletes:
+            if op.row_filter is not None:
+                f = expr if expr is not None else op.row_filter
+                validate_no_new_delete_files(*args, f, parent)
+                validate_deleted_data_files(*args, f, parent)
+            elif v.deleted_data_files_by_filter and expr is not None:
+                # PyIceberg's _validate_concurrency: its delete predicate is checked whenever set
+                validate_no_new_delete_files(*args, expr, parent)
+                validate_deleted_data_files(*args, expr, parent)
+            if op.delete_data:
+                validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent)
+    elif op.kind == ops.ROW_DELTA:
+        if v.data_files_exist:
+            validate_data_files_exist(*args, v.data_files_exist, not v.deleted_files, expr, parent)
+        if v.no_conflicting_data_files:
+            validate_added_data_files(*args, expr, parent)
+        if v.no_conflicting_delete_files:
+            validate_no_new_delete_files(*args, expr, parent)
+        if table.format_version >= 3 and op.adds_dvs:
+            targets = [d.referenced_data_file for d in op.add_deletes if d.content == DV]
+            validate_added_dvs(*args, expr, parent, targets)
+    elif op.kind == ops.REWRITE:
+        if op.delete_data:
+            validate_no_new_deletes_for_data_files(
+                *args, None, op.delete_data, parent,
+                ignore_equality_deletes=v.starting_sequence_number)
+    elif op.kind == ops.REPLACE_PARTITIONS:
+        pfilter = (None if table.spec.is_unpartitioned
+                   else PartitionSet(frozenset(f.partition for f in op.add_data),
+                                     tuple(f.name for f in table.spec.fields)))
+        if v.no_conflicting_data:
+            validate_added_data_files(*args, pfilter, parent)
+        if v.no_conflicting_deletes:
+            validate_deleted_data_files(*args, pfilter, parent)
+            validate_no_new_delete_files(*args, pfilter, parent)
+
+
+@dataclass(frozen=True)
+class Produced:
+    """What ``write metadata`` wrote: new objects for the store and the new metadata file."""
+
+    objects: tuple[tuple[str, object], ...]
+    metadata: TableMetadata
+    snapshot: Snapshot
+
+
+def _row_filter_deletes(table: TableConfig, op: Operation, f: DataFile) -> bool:
+    """deleteFromRowFilter/overwriteByRowFilter: is this data file removed by the row filter?
+
+    As Java's ManifestFilterManager decides it, from metadata only: a file whose partition and
+    bounds prove no row can match is kept; one where every row provably matches (partition
+    residual or StrictMetricsEvaluator) is removed; otherwise the commit fails, since Iceberg
+    cannot delete part of a file by metadata.
+    """
+    if op.row_filter is None:
+        return False
+    expr = op.row_filter
+    args = (table.spec, f.partition, f.lower(), f.upper(), f.nulls(), f.record_count)
+    if not might_match_file(expr, *args):
+        return False
+    if must_match_file(expr, *args):
+        return True
+    raise ValidationFailed(
+        "row_filter",
+        f"Cannot delete file where some, but not all, rows match filter {expr}: {f.path}")
+
+
+def _row_filter_deletes_delete_file(table: TableConfig, op: Operation, d: DeleteFile) -> bool:
+    """The row filter also applies to delete files, which are removed only when every row they
+    could delete provably matches (a partial match keeps them, unlike data files)."""
+    if op.row_filter is None:
+        return False
+    lower = upper = nulls = {}
+    count = 1
+    if d.content == EQUALITY_DELETES and d.equality_rows:
+        lo, hi, nl = bounds_of(d.equality_columns, d.equality_rows)
+        lower, upper, nulls, count = dict(lo), dict(hi), dict(nl), len(d.equality_rows)
+    return must_match_file(op.row_filter, table.spec, d.partition, lower, upper, nulls, count)
+
+
+class _ManifestWriter:
+    """Names and writes the manifests of one snapshot attempt (paths are unique per attempt)."""
+
+    def __init__(self, prefix: str, snapshot_id: int, seq: int):
+        self.prefix, self.snapshot_id, self.seq = prefix, snapshot_id, seq
+        self.count = 0
+        self.objects: dict[str, object] = {}
+
+    def write(self, content: str, entries: list[ManifestEntry]) -> Manifest:
+        self.count += 1
+        path = f"{self.prefix}-m{self.count}.avro"
+        m = Manifest(path, content, self.snapshot_id, self.seq, tuple(entries))
+        self.objects[path] = m
+        return m
+
+
+def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter,
+                      opened=None) -> tuple[list[Manifest], set[str]]:
+    """ManifestFilterManager: rewrite each manifest that loses a live file; keep the others.
+
+    In a rewritten manifest, removed entries become DELETED (this snapshot's id), other live
+    entries become EXISTING, and entries DELETED by earlier snapshots are dropped. ``opened``
+    says which manifests the filter reads at all (None: every one).
+    """
+    out: list[Manifest] = []
+    removed: set[str] = set()
+    for m in manifests:
+        if opened is not None and not opened(m):
+            out.append(m)
+            continue
+        hits = [e for e in m.entries if e.is_live and doomed(e)]
+        if not hits:
+            out.append(m)
+            continue
+        entries = []
+        for e in m.entries:
+            if not e.is_live:
+                continue
+            if doomed(e):
+                removed.add(e.file.path)
+                entries.append(replace(e, status=DELETED, snapshot_id=writer.snapshot_id))
+            else:
+                entries.append(replace(e, status=EXISTING))
+        out.append(writer.write(m.content, entries))
+    return out, removed
+
+
+def _merge(manifests: list[Manifest], writer: _ManifestWriter, min_count: int) -> list[Manifest]:
+    """MergeManifests: with at least ``min_count`` manifests, merge them into one."""
+    if len(manifests) < max(min_count, 2):
+        return manifests
+    entries = []
+    for m in manifests:
+        for e in m.entries:
+            if e.snapshot_id == writer.snapshot_id:
+                entries.append(e)
+            elif e.is_live:
+                entries.append(replace(e, status=EXISTING))
+    return [writer.write(manifests[0].content, entries)]
+
+
+def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
+                     *, snapshot_id: int, writer_name: str, metadata_path: str,
+                     starting_id: int | None) -> Produced:
+    parent = base.current
+    seq = base.last_sequence_number + 1
+    mw = _ManifestWriter(f"snap-{snapshot_id}", snapshot_id, seq)
+    parent_data = manifests_of(store, parent, DATA_MANIFEST)
+    parent_deletes = manifests_of(store, parent, DELETE_MANIFEST)
+
+    # 1. Data manifests lose the files this operation deletes.
+    delete_paths = {f.path for f in op.delete_data}
+    drop_partitions = ({f.partition for f in op.add_data}
+                       if op.kind == ops.REPLACE_PARTITIONS else set())
+    # ReplacePartitions on an unpartitioned table deletes by the row filter alwaysTrue().
+    unpartitioned_replace = op.kind == ops.REPLACE_PARTITIONS and table.spec.is_unpartitioned
+
+    def data_doomed(e: ManifestEntry) -> bool:
+        f = e.file
+        return (f.path in delete_paths or f.partition in drop_partitions
+                or unpartitioned_replace or _row_filter_deletes(table, op, f))
+
+    data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw)
+    if op.missing_delete_paths_enabled:
+        missing = sorted(delete_paths - removed_data)
+        if missing:
+            raise ValidationFailed("missing_delete_paths",
+                                   f"Missing required files to delete: {fmt_paths(missing)}")
+
+    # 2. New data files, with this snapshot's sequence number (or the starting one, for
+    #    a compaction that keeps it).
+    data_seq = seq
+    if op.kind == ops.REWRITE and op.validations.starting_sequence_number:
+        data_seq = starting_sequence_number(base, starting_id)
+    new_data = [mw.write(DATA_MANIFEST, [ManifestEntry(ADDED, snapshot_id, data_seq, seq, f)
+                                         for f in op.add_data])] if op.add_data else []
+
+    # 3. Delete manifests lose removed delete files, DVs of removed data files, delete files
+    #    of dropped partitions or matching the row filter, and (dropDeleteFilesOlderThan)
+    #    delete files older than the minimum data sequence number of the filtered parent data
+    #    manifests. Java (1.10) opens a delete manifest only for one of the first reasons, so
+    #    the sequence-number drop happens only in manifests opened anyway.
+    remove_delete_paths = {d.path for d in op.remove_deletes}
+    remove_delete_partitions = {d.partition for d in op.remove_deletes}
+    dropped_data = delete_paths | removed_data  # filesToBeDeleted(): requested and found
+    min_data_seq = min((e.data_sequence_number for m in data_manifests for e in m.entries
+                        if e.is_live), default=base.last_sequence_number)
+
+    def delete_doomed(e: ManifestEntry) -> bool:
+        d: DeleteFile = e.file
+        if d.path in remove_delete_paths or d.partition in drop_partitions:
+            return True
+        if unpartitioned_replace or _row_filter_deletes_delete_file(table, op, d):
+            return True
+        if d.content == DV and d.referenced_data_file in dropped_data:
+            return True
+        return 0 < e.data_sequence_number < min_data_seq
+
+    def delete_manifest_opened(m: Manifest) -> bool:
+        """ManifestFilterManager.canContainDeletedFiles (Iceberg 1.10)."""
+        if op.row_filter is not None or drop_partitions or unpartitioned_replace:
+            return True
+        if remove_delete_paths:
+            return any(e.file.partition in remove_delete_partitions for e in m.entries)
+        return bool(dropped_data)
+
+    delete_manifests, removed_deletes = _filter_manifests(
+        parent_deletes, delete_doomed, mw, opened=delete_manifest_opened)
+    if op.missing_delete_paths_enabled:
+        # Java sets failMissingDeletePaths on both the data and the delete filter managers.
+        missing = sorted(remove_delete_paths - removed_deletes)
+        if missing:
+            raise ValidationFailed("missing_delete_paths",
+                                   f"Missing required files to delete: {fmt_paths(missing)}")
+    new_deletes = [mw.write(DELETE_MANIFEST, [ManifestEntry(ADDED, snapshot_id, seq, seq, d)
+                                              for d in op.add_deletes])] if op.add_deletes else []
+
+    # 4. The manifest list: new manifests first. FastAppend copies every parent manifest as is;
+    #    the merging producers drop carried manifests with no ADDED or EXISTING entry.
+    if op.kind == ops.FAST_APPEND:
+        data_list = new_data + parent_data
+        delete_list = parent_deletes
+    else:
+        def keep(m: Manifest) -> bool:
+            return m.added_snapshot_id == snapshot_id or m.has_added_or_existing
+
+        data_list = new_data + [m for m in data_manifests if keep(m)]
+        if table.prop("commit.manifest-merge.enabled"):
+            data_list = _merge(data_list, mw, int(table.prop("commit.manifest.min-count-to-merge")))
+        delete_list = new_deletes + [m for m in delete_manifests if keep(m)]
+    mlist = ManifestList(f"snap-{snapshot_id}.avro", snapshot_id,
+                         tuple(m.path for m in data_list + delete_list))
+
+    summary = (
+        ("added-data-files", len(op.add_data)),
+        ("added-delete-files", len(op.add_deletes)),
+        ("deleted-data-files", len(removed_data)),
+        ("removed-delete-files", len(remove_delete_paths)),
+    )
+    snap = Snapshot(snapshot_id, parent.snapshot_id if parent else None, seq, operation_name(op, table.iceberg_version),
+                    mlist.path, summary, writer_name)
+    meta = TableMetadata(metadata_path, base.version + 1, base.format_version, seq, snapshot_id,
+                         base.snapshots + (snap,), base.snapshot_log + (snapshot_id,))
+    objects = dict(mw.objects)
+    objects[mlist.path] = mlist
+    objects[metadata_path] = meta
+    return Produced(tuple(objects.items()), meta, snap)

@@ -1,0 +1,145 @@
+"""Engine profiles: SQL-level commands mapped to Iceberg operations and validations, as data.
+
+The built-in profiles live in ``models/profiles/*.yaml``; users add their own files there or in
+a folder named by ``ICECHECK_PROFILES``. A profile is only data: the planner in ``commands.py``
+interprets it, so no engine is a code branch.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import operations as ops
+from .commands_spec import COMMANDS, COPY_ON_WRITE, MERGE_ON_READ
+
+PROFILE_VALIDATIONS = ("from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
+                       "no_conflicting_data_files", "no_conflicting_delete_files",
+                       "deleted_files", "data_files_exist", "starting_sequence_number",
+                       "files_exist", "deleted_data_files_by_filter")
+# How a MERGE commits the rows of unmatched keys: in its own operation (None) or, when no key
+# matches, as a separate fast append with no validation (PyIceberg's upsert).
+INSERT_MODES = ("fast_append",)
+ISOLATION_LEVELS = ("serializable", "snapshot", "none")
+
+
+@dataclass(frozen=True)
+class CommandRule:
+    operation: str
+    mode: str | None
+    validations: tuple[str, ...]
+    inserts: str | None = None
+
+    def summary(self) -> str:
+        mode = f" ({self.mode})" if self.mode else ""
+        vals = ", ".join(self.validations) or "no validation"
+        ins = f"; unmatched inserts: {self.inserts}" if self.inserts else ""
+        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    engine: str
+    isolation: str
+    commands: dict
+    validate_on_first_attempt: bool = True
+    source: str = ""
+
+    def rule(self, command: str) -> CommandRule:
+        try:
+            return self.commands[command]
+        except KeyError:
+            raise KeyError(f"profile {self.name} does not support {command} (it supports "
+                           f"{', '.join(self.commands)})") from None
+
+
+def profile_dirs() -> list[str]:
+    dirs = [os.path.join(os.path.dirname(__file__), "profiles")]
+    extra = os.environ.get("ICECHECK_PROFILES")
+    if extra:
+        dirs.extend(p for p in extra.split(os.pathsep) if p)
+    return dirs
+
+
+def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
+    node = ctx.mapping(node, f"profile {profile}: {command}")
+    ctx.keys(node, {"operation", "mode", "validations", "inserts"},
+             f"profile {profile}: {command}")
+    op = node.get("operation")
+    if op not in ops.KINDS:
+        raise ctx.fail(f"profile {profile}: {command}: unknown operation {op!r}; expected one of "
+                       f"{', '.join(ops.KINDS)}", node, "operation")
+    mode = node.get("mode")
+    if mode not in (None, COPY_ON_WRITE, MERGE_ON_READ):
+        raise ctx.fail(f"profile {profile}: {command}: mode must be {COPY_ON_WRITE} or "
+                       f"{MERGE_ON_READ}", node, "mode")
+    vals = node.get("validations") or []
+    vals = ctx.seq(vals, "validations", node, "validations") if vals else []
+    for i, v in enumerate(vals):
+        if v not in PROFILE_VALIDATIONS:
+            raise ctx.fail(f"profile {profile}: {command}: unknown validation {v!r}; expected one "
+                           f"of {', '.join(PROFILE_VALIDATIONS)}", vals, i)
+    inserts = node.get("inserts")
+    if inserts is not None and (command != "MERGE" or inserts not in INSERT_MODES):
+        raise ctx.fail(f"profile {profile}: {command}: inserts is a MERGE option and must be one "
+                       f"of {', '.join(INSERT_MODES)}", node, "inserts")
+    return CommandRule(op, mode, tuple(vals), inserts)
+
+
+def _parse_file(path: str) -> dict[str, Profile]:
+    from icecheck.scenarios.format import _Ctx
+    from icecheck.scenarios.yamlload import load_yaml_file
+
+    ctx = _Ctx(path)
+    doc = ctx.mapping(load_yaml_file(path), "a profile file")
+    out = {}
+    profiles = ctx.mapping(doc.get("profiles"), "profiles", doc, "profiles")
+    for name, node in profiles.items():
+        node = ctx.mapping(node, f"profile {name}", profiles, name)
+        ctx.keys(node, {"description", "engine", "isolation", "commands",
+                        "validate_on_first_attempt"}, f"profile {name}")
+        isolation = node.get("isolation", "none")
+        if isolation not in ISOLATION_LEVELS:
+            raise ctx.fail(f"profile {name}: isolation must be one of "
+                           f"{', '.join(ISOLATION_LEVELS)}", node, "isolation")
+        cmds = ctx.mapping(node.get("commands"), f"profile {name}: commands", node, "commands")
+        rules = {}
+        for cmd, rule in cmds.items():
+            if cmd not in COMMANDS:
+                raise ctx.fail(f"profile {name}: unknown command {cmd!r}; expected one of "
+                               f"{', '.join(COMMANDS)}", cmds, cmd)
+            rules[cmd] = _parse_rule(ctx, rule, name, cmd)
+        out[str(name)] = Profile(str(name), str(node.get("description", "")),
+                                 str(node.get("engine", "")), isolation, rules,
+                                 bool(node.get("validate_on_first_attempt", True)), path)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _load(dirs: tuple[str, ...]) -> dict[str, Profile]:
+    from icecheck.scenarios.errors import InputError
+
+    out: dict[str, Profile] = {}
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "*.yaml"))):
+            for name, prof in _parse_file(path).items():
+                if name in out:
+                    raise InputError(f"profile {name} is defined twice (also in "
+                                     f"{out[name].source})", path)
+                out[name] = prof
+    return out
+
+
+def load_profiles() -> dict[str, Profile]:
+    return _load(tuple(profile_dirs()))
+
+
+def get_profile(name: str) -> Profile:
+    profiles = load_profiles()
+    if name not in profiles:
+        raise KeyError(f"unknown profile {name!r}; known: {', '.join(sorted(profiles))}")
+    return profiles[name]

@@ -1,0 +1,400 @@
+"""The transition system: states, enabled actions, and ``step``.
+
+This is the one model every engine drives (scenario runner, Hypothesis, explicit-state search,
+z3 replay, the explorer). It is pure and deterministic: ``step(state, action)`` depends on nothing
+else, and names (files, snapshot ids, metadata paths) are derived from the writer and its
+counters, never from clocks or randomness.
+
+A writer runs each operation of its program through the phases of Java's commit path:
+
+    begin (scan at base) -> write (data/delete files) -> refresh -> validate
+      -> write_metadata (manifests, manifest list, metadata file) -> cas
+      -> committed | validation_failed | commit_failed | commit_unknown
+
+A lost swap sends the writer back to ``refresh`` (Java re-applies the operation on the new head;
+at most ``commit.retry.num-retries`` retries). How long it backs off is the scheduler's choice,
+which the interleaving already models. Optional faults: a swap whose reply is lost (it applied,
+or it did not, and the writer never learns which), and a crash between any two phases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from typing import Any, Callable
+
+from . import catalog as cat
+from .metadata import TableMetadata
+from .operations import Operation
+from .producer import produce_snapshot, validate_operation
+from .store import ObjectStore
+from .table import TableConfig
+from .validation import ValidationFailed
+
+# Writer phases.
+IDLE = "idle"
+SCANNED = "scanned"
+WRITTEN = "written"
+REFRESHED = "refreshed"
+VALIDATED = "validated"
+PREPARED = "prepared"
+DONE = "done"
+CRASHED = "crashed"
+ACTIVE_PHASES = (SCANNED, WRITTEN, REFRESHED, VALIDATED, PREPARED)
+
+# Outcomes of one operation.
+COMMITTED = "committed"
+VALIDATION_FAILED = "validation_failed"
+COMMIT_FAILED = "commit_failed"
+COMMIT_UNKNOWN = "commit_unknown"
+NOOP = "noop"  # the command changed no row, so the engine committed nothing
+OUTCOMES = (COMMITTED, VALIDATION_FAILED, COMMIT_FAILED, COMMIT_UNKNOWN, CRASHED, NOOP)
+
+# Action kinds.
+BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS = (
+    "begin", "write", "refresh", "validate", "write_metadata", "cas")
+CAS_REPLY_LOST = "cas_reply_lost"      # the swap applied, the reply was lost
+CAS_NOT_APPLIED = "cas_not_applied"    # the swap did not apply, and the writer never learns that
+CRASH = "crash"
+ACTION_KINDS = (BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS, CAS_REPLY_LOST,
+                CAS_NOT_APPLIED, CRASH)
+NEXT_PHASE_ACTION = {SCANNED: WRITE, WRITTEN: REFRESH, REFRESHED: VALIDATE,
+                     VALIDATED: WRITE_METADATA, PREPARED: CAS}
+
+EMPTY_METADATA_PATH = "v0.metadata.json"
+
+
+@dataclass(frozen=True, order=True)
+class Action:
+    """A small, serializable step: ``w1.cas``, ``w2.begin#1`` (choice 1 of a program entry)."""
+
+    writer: str
+    kind: str
+    choice: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.writer}.{self.kind}" + (f"#{self.choice}" if self.choice else "")
+
+    @staticmethod
+    def parse(text: str) -> "Action":
+        head, _, choice = text.partition("#")
+        writer, dot, kind = head.rpartition(".")
+        if not dot or not writer or kind not in ACTION_KINDS:
+            raise ValueError(f"not an action: {text!r} (expected WRITER.KIND[#CHOICE], "
+                             f"KIND one of {', '.join(ACTION_KINDS)})")
+        return Action(writer, kind, int(choice) if choice else 0)
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One finished operation of a writer: what it was, from where, and how it ended."""
+
+    index: int
+    intent: Any
+    operation: Operation | None
+    outcome: str
+    message: str | None
+    check: str | None
+    base_snapshot_id: int | None
+    snapshot_id: int | None
+    sequence_number: int | None
+    attempts: int
+    applied: bool  # did its metadata become (at some point) the catalog's pointer?
+
+
+@dataclass(frozen=True)
+class WriterState:
+    name: str
+    slot: int
+    phase: str = IDLE
+    op_index: int = 0
+    intent: Any = None
+    base_path: str | None = None
+    base_snapshot_id: int | None = None
+    operation: Operation | None = None
+    refreshed_path: str | None = None
+    pending_path: str | None = None
+    pending_snapshot_id: int | None = None
+    attempt: int = 0
+    metadata_writes: int = 0
+    history: tuple[OpRecord, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.phase in ACTIVE_PHASES
+
+
+@dataclass(frozen=True)
+class WriterProgram:
+    """A writer's program: each entry is a tuple of alternatives (usually one)."""
+
+    name: str
+    entries: tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    table: TableConfig
+    writers: tuple[WriterProgram, ...]
+    catalog: str = cat.CAS
+    faults: bool = False
+    crashes: bool = False
+    setup: tuple[Operation, ...] = ()
+    planner: Callable[..., Operation] | None = field(default=None, compare=False)
+    # Fuse each writer's local steps: ``begin`` also writes its files, and ``refresh`` also
+    # validates and writes metadata. Sound, because those steps read nothing shared but the
+    # catalog pointer (read by refresh) and immutable objects; it shortens traces and shrinks
+    # the state space (the exploration engines use it; scenarios keep every phase).
+    fuse_local_steps: bool = False
+
+
+@dataclass(frozen=True)
+class State:
+    catalog: cat.CatalogState
+    store: ObjectStore
+    writers: tuple[WriterState, ...]
+
+    def writer(self, name: str) -> WriterState:
+        for w in self.writers:
+            if w.name == name:
+                return w
+        raise KeyError(f"no writer named {name!r}")
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self.store[self.catalog.pointer]
+
+    def metadata_at(self, path: str) -> TableMetadata:
+        return self.store[path]
+
+
+class StepError(ValueError):
+    """An action that is not enabled in the state (a malformed or drifted trace)."""
+
+
+def canonical(value: Any) -> Any:
+    """A deterministic, hash-seed-independent structure for digests."""
+    if isinstance(value, ObjectStore):
+        return [[k, canonical(value[k])] for k in sorted(value)]
+    if is_dataclass(value) and not isinstance(value, type):
+        # a field marked digest_omit_default (added after traces were recorded) is left out
+        # while it holds its default, so recorded digests stay valid
+        return [type(value).__name__] + [canonical(getattr(value, f.name)) for f in fields(value)
+                                         if f.compare and not (
+                                             f.metadata.get("digest_omit_default")
+                                             and getattr(value, f.name) == f.default)]
+    if isinstance(value, (tuple, list)):
+        return [canonical(v) for v in value]
+    if isinstance(value, frozenset):
+        return sorted(repr(canonical(v)) for v in value)
+    if isinstance(value, dict):
+        return [[k, canonical(v)] for k, v in sorted(value.items())]
+    return value
+
+
+def digest(state: State) -> str:
+    """A stable fingerprint of a state (the same across processes and hash seeds)."""
+    return hashlib.blake2b(repr(canonical(state)).encode(), digest_size=12).hexdigest()
+
+
+class Model:
+    """The transition system for one configuration."""
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self.table = config.table
+        self.programs = {p.name: p for p in config.writers}
+
+    # -- states ---------------------------------------------------------------------------
+    def initial(self) -> State:
+        empty = TableMetadata(EMPTY_METADATA_PATH, 0, self.table.format_version, 0, None, (), ())
+        store = ObjectStore({EMPTY_METADATA_PATH: empty})
+        catalog = cat.CatalogState(EMPTY_METADATA_PATH, 0)
+        meta = empty
+        objects: dict[str, Any] = {}
+        for i, op in enumerate(self.config.setup, start=1):
+            for f in op.add_data + op.add_deletes:
+                objects[f.path] = f
+            store = store.put_all(objects)
+            produced = produce_snapshot(store, self.table, meta, op, snapshot_id=i,
+                                        writer_name="setup",
+                                        metadata_path=f"v{meta.version + 1}-setup.metadata.json",
+                                        starting_id=None)
+            store = store.put_all(dict(produced.objects))
+            meta = produced.metadata
+            catalog = cat.CatalogState(meta.path, meta.version)
+        writers = tuple(WriterState(p.name, slot) for slot, p in enumerate(self.config.writers, 1))
+        return State(catalog, store, writers)
+
+    # -- actions --------------------------------------------------------------------------
+    def actions(self, state: State) -> list[Action]:
+        out: list[Action] = []
+        for w in state.writers:
+            out.extend(self.writer_actions(state, w))
+        return out
+
+    def writer_actions(self, state: State, w: WriterState) -> list[Action]:
+        if w.phase == IDLE:
+            entries = self.programs[w.name].entries
+            if w.op_index >= len(entries):
+                return []
+            return [Action(w.name, BEGIN, i) for i in range(len(entries[w.op_index]))]
+        if not w.active:
+            return []
+        out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
+        if w.phase == PREPARED and self.config.faults:
+            out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
+        if self.config.crashes:
+            out.append(Action(w.name, CRASH))
+        return out
+
+    # -- step -----------------------------------------------------------------------------
+    def step(self, state: State, action: Action) -> State:
+        try:
+            w = state.writer(action.writer)
+        except KeyError:
+            raise StepError(f"{action}: unknown writer {action.writer!r}") from None
+        if action not in self.writer_actions(state, w):
+            raise StepError(f"{action} is not enabled: writer {w.name} is {w.phase}")
+        handler = getattr(self, "_" + action.kind)
+        return handler(state, w, action)
+
+    def _put_writer(self, state: State, w: WriterState, store: ObjectStore | None = None,
+                    catalog: cat.CatalogState | None = None) -> State:
+        writers = tuple(w if x.name == w.name else x for x in state.writers)
+        return State(catalog or state.catalog, store if store is not None else state.store, writers)
+
+    def _finish(self, state: State, w: WriterState, outcome: str, message: str | None,
+                check: str | None = None, *, snapshot_id=None, seq=None, applied=False,
+                store=None, catalog=None) -> State:
+        record = OpRecord(w.op_index, w.intent, w.operation, outcome, message, check,
+                          w.base_snapshot_id, snapshot_id, seq, w.attempt + 1, applied)
+        more = w.op_index + 1 < len(self.programs[w.name].entries)
+        done = replace(w, phase=IDLE if more else DONE, op_index=w.op_index + 1, intent=None,
+                       base_path=None, base_snapshot_id=None, operation=None, refreshed_path=None,
+                       pending_path=None, pending_snapshot_id=None, attempt=0,
+                       history=w.history + (record,))
+        return self._put_writer(state, done, store, catalog)
+
+    def _begin(self, state: State, w: WriterState, a: Action) -> State:
+        intent = self.programs[w.name].entries[w.op_index][a.choice]
+        base = state.metadata
+        if isinstance(intent, Operation):
+            operation = intent
+        else:
+            if self.config.planner is None:
+                raise StepError(f"{a}: writer {w.name} has a command but no engine profile")
+            from .commands import NothingToDo
+            try:
+                operation = self.config.planner(intent, state=state, base=base, writer=w,
+                                                table=self.table)
+            except NothingToDo as e:
+                scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
+                return self._finish(state, scanned, NOOP, str(e))
+        w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
+                    base_snapshot_id=base.current_snapshot_id, operation=operation, attempt=0)
+        state = self._put_writer(state, w)
+        if self.config.fuse_local_steps:
+            state = self._write(state, w, a)
+        return state
+
+    def _write(self, state: State, w: WriterState, a: Action) -> State:
+        op = w.operation
+        files = {f.path: f for f in op.add_data + op.add_deletes}
+        return self._put_writer(state, replace(w, phase=WRITTEN), store=state.store.put_all(files))
+
+    def _refresh(self, state: State, w: WriterState, a: Action) -> State:
+        pointer = state.catalog.pointer
+        if w.attempt == 0 and not w.operation.validations.validate_on_first_attempt:
+            # PyIceberg: the first attempt swaps against the metadata it started from, with no
+            # refresh (and so no validation); only a lost race makes it refresh and validate.
+            pointer = w.base_path
+        w = replace(w, phase=REFRESHED, refreshed_path=pointer)
+        state = self._put_writer(state, w)
+        if self.config.fuse_local_steps:
+            state = self._validate(state, w, a)
+            w = state.writer(w.name)
+            if w.phase == VALIDATED:
+                state = self._write_metadata(state, w, a)
+        return state
+
+    def _starting_id(self, w: WriterState) -> int | None:
+        return w.base_snapshot_id if w.operation.validations.from_snapshot else None
+
+    def _validate(self, state: State, w: WriterState, a: Action) -> State:
+        op = w.operation
+        if op.validations.validate_on_first_attempt or w.attempt > 0:
+            base = state.metadata_at(w.refreshed_path)
+            try:
+                validate_operation(state.store, self.table, base, op, self._starting_id(w))
+            except ValidationFailed as e:
+                return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
+        return self._put_writer(state, replace(w, phase=VALIDATED))
+
+    def _write_metadata(self, state: State, w: WriterState, a: Action) -> State:
+        base = state.metadata_at(w.refreshed_path)
+        n = w.metadata_writes + 1
+        snapshot_id = w.slot * 1000 + n
+        path = f"v{base.version + 1}-{w.name}-{n}.metadata.json"
+        try:
+            produced = produce_snapshot(state.store, self.table, base, w.operation,
+                                        snapshot_id=snapshot_id, writer_name=w.name,
+                                        metadata_path=path, starting_id=self._starting_id(w))
+        except ValidationFailed as e:
+            return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                                e.message, e.check)
+        w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id,
+                    metadata_writes=n)
+        return self._put_writer(state, w, store=state.store.put_all(dict(produced.objects)))
+
+    def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
+        base = state.metadata_at(w.refreshed_path)
+        new = state.metadata_at(w.pending_path)
+        return cat.swap(self.config.catalog, state.catalog, base.path, base.version, new.path,
+                        new.version)
+
+    def _cas(self, state: State, w: WriterState, a: Action) -> State:
+        result = self._swap(state, w)
+        new = state.metadata_at(w.pending_path)
+        if result.applied:
+            return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,
+                                seq=new.last_sequence_number, applied=True, catalog=result.catalog)
+        if w.attempt < self.table.max_retries:
+            retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
+                            pending_path=None, pending_snapshot_id=None)
+            return self._put_writer(state, retry)
+        return self._finish(state, w, COMMIT_FAILED, result.message, "commit")
+
+    def _cas_reply_lost(self, state: State, w: WriterState, a: Action) -> State:
+        result = self._swap(state, w)
+        new = state.metadata_at(w.pending_path)
+        return self._finish(state, w, COMMIT_UNKNOWN, "Commit status unknown: reply lost",
+                            "commit", snapshot_id=w.pending_snapshot_id,
+                            seq=new.last_sequence_number, applied=result.applied,
+                            catalog=result.catalog)
+
+    def _cas_not_applied(self, state: State, w: WriterState, a: Action) -> State:
+        return self._finish(state, w, COMMIT_UNKNOWN, "Commit status unknown: no reply", "commit",
+                            snapshot_id=w.pending_snapshot_id, applied=False)
+
+    def _crash(self, state: State, w: WriterState, a: Action) -> State:
+        record = OpRecord(w.op_index, w.intent, w.operation, CRASHED, f"crashed while {w.phase}",
+                          None, w.base_snapshot_id, None, None, w.attempt + 1, False)
+        crashed = replace(w, phase=CRASHED, history=w.history + (record,))
+        return self._put_writer(state, crashed)
+
+    # -- helpers for engines --------------------------------------------------------------
+    def run_writer(self, state: State, name: str, *, stop_before: str | None = None) -> State:
+        """Run writer ``name`` alone through its phases until its current operation ends."""
+        start = len(state.writer(name).history)
+        while True:
+            w = state.writer(name)
+            if len(w.history) > start or not w.active:
+                return state
+            kind = NEXT_PHASE_ACTION[w.phase]
+            if kind == stop_before:
+                return state
+            state = self.step(state, Action(name, kind))
+
+    def is_final(self, state: State) -> bool:
+        return not self.actions(state)

@@ -1,0 +1,85 @@
+"""The table's fixed definition: schema, partition spec, format version and properties.
+
+The definition never changes during a run (the model does not evolve schemas or specs), so it
+lives outside the per-state data and is shared by every state of a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .files import DataFile, Pairs, Row, bounds_of, pairs
+from .transforms import PartitionSpec
+
+COLUMN_TYPES = ("int", "long", "string")
+
+# Java defaults (TableProperties): commit.retry.num-retries=4.
+DEFAULT_PROPERTIES = {
+    "commit.retry.num-retries": 4,
+    "commit.manifest.min-count-to-merge": 100,
+    "commit.manifest-merge.enabled": True,
+}
+
+
+@dataclass(frozen=True)
+class Schema:
+    columns: tuple[tuple[str, str], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+    def types(self) -> dict[str, str]:
+        return dict(self.columns)
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+    def as_dict(self, row: Row) -> dict[str, Any]:
+        return dict(zip(self.names, row))
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """What ``CREATE TABLE`` fixed: schema, spec, format version (2, or 3 for DVs), properties."""
+
+    schema: Schema
+    spec: PartitionSpec
+    format_version: int = 2
+    properties: Pairs = field(default_factory=tuple)
+    # Which Java library's rules to follow where they changed between releases (see
+    # docs/model.md, "Versioned rules"). Conformance against the 1.10.2 jar uses (1, 10).
+    iceberg_version: tuple[int, int] = (1, 11)
+
+    def prop(self, key: str) -> Any:
+        return dict(self.properties).get(key, DEFAULT_PROPERTIES.get(key))
+
+    @property
+    def max_retries(self) -> int:
+        return int(self.prop("commit.retry.num-retries"))
+
+    def partition_of_row(self, row: Row) -> tuple:
+        return self.spec.partition_of(self.schema.as_dict(row))
+
+    def partition_from_values(self, values: Mapping[str, Any]) -> tuple:
+        """Partition tuple from source-column values (transforms applied)."""
+        return self.spec.partition_of(values)
+
+    def data_file(self, path: str, rows: tuple[Row, ...]) -> DataFile:
+        """A data file holding ``rows``, with the partition and metrics a writer would record.
+
+        All rows must share one partition: Iceberg writers never mix partitions in a file.
+        """
+        parts = {self.partition_of_row(r) for r in rows}
+        if len(parts) > 1:
+            raise ValueError(f"data file {path} mixes partitions {sorted(map(str, parts))}")
+        partition = parts.pop() if parts else tuple(None for _ in self.spec.fields)
+        lower, upper, nulls = bounds_of(self.schema.names, rows)
+        return DataFile(path, partition, len(rows), lower, upper, nulls, tuple(rows))
+
+    def with_properties(self, extra: Mapping[str, Any]) -> "TableConfig":
+        merged = dict(self.properties)
+        merged.update(extra)
+        return TableConfig(self.schema, self.spec, self.format_version, pairs(merged),
+                           self.iceberg_version)

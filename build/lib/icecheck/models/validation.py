@@ -1,0 +1,287 @@
+"""The conflict checks of Java's MergingSnapshotProducer, over the validation window.
+
+Each check walks the snapshots committed since the writer's starting snapshot (the *validation
+window*, ``validation_history``), reads only the manifests those snapshots wrote, keeps the
+entries whose snapshot is in the window, applies the conflict-detection filter, and raises
+``ValidationFailed`` with the Java message when it finds a conflict. ValidationException is never
+retried by Java: the operation aborts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote_plus
+from typing import Iterable, Mapping
+
+from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
+from .filters import Expr, might_match_file, might_match_partition
+from .metadata import (APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, ADDED, OVERWRITE,
+                       REPLACE, Manifest, ManifestEntry, Snapshot, TableMetadata)
+from .table import TableConfig
+
+# Operation-name filters (MergingSnapshotProducer's static sets).
+VALIDATE_ADDED_FILES_OPERATIONS = frozenset({APPEND, OVERWRITE})
+VALIDATE_DATA_FILES_EXIST_OPERATIONS = frozenset({OVERWRITE, REPLACE, DELETE})
+VALIDATE_DATA_FILES_EXIST_SKIP_DELETE_OPERATIONS = frozenset({OVERWRITE, REPLACE})
+VALIDATE_ADDED_DELETE_FILES_OPERATIONS = frozenset({OVERWRITE, DELETE})
+VALIDATE_ADDED_DVS_OPERATIONS = frozenset({OVERWRITE, DELETE, REPLACE})
+VALIDATE_DELETED_DATA_FILES_OPERATIONS = frozenset({OVERWRITE, REPLACE, DELETE})
+
+
+class ValidationFailed(Exception):
+    """Java's ValidationException: the message is Java's, the ``check`` names the validation."""
+
+    def __init__(self, check: str, message: str):
+        super().__init__(message)
+        self.check = check
+        self.message = message
+
+
+def fmt_paths(paths: Iterable[str]) -> str:
+    return "[" + ", ".join(paths) + "]"
+
+
+def fmt_filter(expr) -> str:
+    return "true" if expr is None else str(expr)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The snapshots in the validation window that match an operation filter, and their manifests."""
+
+    manifests: tuple[Manifest, ...]
+    snapshot_ids: frozenset[int]
+
+
+def ancestors_between(meta: TableMetadata, latest_id: int | None, oldest_id: int | None) -> list[Snapshot]:
+    """Java SnapshotUtil.ancestorsBetween: from ``latest`` back, stopping before ``oldest``."""
+    out = []
+    for snap in meta.ancestors(latest_id):
+        if oldest_id is not None and snap.snapshot_id == oldest_id:
+            break
+        out.append(snap)
+    return out
+
+
+def validation_history(store: Mapping, base: TableMetadata, starting_id: int | None,
+                       operations: frozenset[str], content: str, parent: Snapshot) -> Window:
+    manifests: list[Manifest] = []
+    new_ids: set[int] = set()
+    last: Snapshot | None = None
+    for snap in ancestors_between(base, parent.snapshot_id, starting_id):
+        last = snap
+        if snap.operation in operations:
+            new_ids.add(snap.snapshot_id)
+            for path in store[snap.manifest_list].manifests:
+                m: Manifest = store[path]
+                if m.content == content and m.added_snapshot_id == snap.snapshot_id:
+                    manifests.append(m)
+    if last is not None and last.parent_id != starting_id:
+        raise ValidationFailed(
+            "history",
+            f"Cannot determine history between starting snapshot {starting_id} "
+            f"and the last known ancestor {last.snapshot_id}")
+    return Window(tuple(manifests), frozenset(new_ids))
+
+
+def starting_sequence_number(base: TableMetadata, starting_id: int | None) -> int:
+    snap = base.snapshot(starting_id)
+    return snap.sequence_number if snap is not None else 0
+
+
+@dataclass(frozen=True)
+class PartitionSet:
+    """ReplacePartitions' conflict filter: the partitions it replaces (Java's PartitionSet).
+
+    Rendered as Java does, each partition as ``spec.partitionToPath``: ``[category=a]``,
+    ``[a=1/id_bucket=3]`` (values URL-encoded, null as ``null``).
+    """
+
+    partitions: frozenset
+    names: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        def path(p: tuple) -> str:
+            return "/".join(f"{n}={'null' if v is None else quote_plus(str(v))}"
+                            for n, v in zip(self.names, p))
+        # Java prints its hash set's order; the model sorts (nulls first) to be deterministic.
+        key = lambda p: tuple((v is not None, repr(v)) for v in p)  # noqa: E731
+        return "[" + ", ".join(path(p) for p in sorted(self.partitions, key=key)) + "]"
+
+
+ConflictFilter = Expr | PartitionSet | None
+
+
+def data_matches(table: TableConfig, expr: ConflictFilter, f: DataFile) -> bool:
+    """ManifestGroup.filterData for data entries: partition projection and metrics."""
+    if expr is None:
+        return True
+    if isinstance(expr, PartitionSet):
+        return f.partition in expr.partitions
+    return might_match_file(expr, table.spec, f.partition, f.lower(), f.upper(), f.nulls(),
+                            f.record_count)
+
+
+def delete_matches(table: TableConfig, expr: ConflictFilter, f: DeleteFile) -> bool:
+    """Delete files: partition pruning, plus the equality columns' bounds of equality deletes.
+
+    Position deletes and DVs carry no bounds for table columns, so only their partition can
+    exclude them (the seed's "only partition spec-based predicates can be applied").
+    """
+    if expr is None:
+        return True
+    if isinstance(expr, PartitionSet):
+        return f.partition in expr.partitions
+    if f.content == EQUALITY_DELETES and f.equality_rows:
+        lower, upper, nulls = bounds_of(f.equality_columns, f.equality_rows)
+        return might_match_file(expr, table.spec, f.partition, dict(lower), dict(upper),
+                                dict(nulls), f.record_count)
+    return might_match_partition(expr, table.spec, f.partition)
+
+
+def _entries(window: Window) -> Iterable[ManifestEntry]:
+    for m in window.manifests:
+        for e in m.entries:
+            if e.snapshot_id in window.snapshot_ids:
+                yield e
+
+
+def validate_added_data_files(store, table, base, starting_id, expr, parent):
+    """validateAddedDataFiles: no data file was ADDED in the window that could match ``expr``."""
+    window = validation_history(store, base, starting_id, VALIDATE_ADDED_FILES_OPERATIONS,
+                                DATA_MANIFEST, parent)
+    conflicts = [e.file.path for e in _entries(window)
+                 if e.status == ADDED and data_matches(table, expr, e.file)]
+    if conflicts:
+        what = f"partitions {expr}" if isinstance(expr, PartitionSet) else fmt_filter(expr)
+        raise ValidationFailed(
+            "no_conflicting_data",
+            f"Found conflicting files that can contain records matching {what}: {fmt_paths(conflicts)}")
+
+
+def _added_delete_entries(store, table, base, starting_id, expr, parent, operations) -> list[ManifestEntry]:
+    """Java's addedDeleteFiles(): live delete entries of manifests written in the window whose
+    data sequence number is above the starting snapshot's (no per-entry snapshot filter)."""
+    if table.format_version < 2:
+        return []
+    window = validation_history(store, base, starting_id, operations, DELETE_MANIFEST, parent)
+    start_seq = starting_sequence_number(base, starting_id)
+    return [e for m in window.manifests for e in m.entries
+            if e.is_live and e.data_sequence_number > start_seq
+            and delete_matches(table, expr, e.file)]
+
+
+def delete_can_apply_to(delete: ManifestEntry, data_file: DataFile, data_seq: int) -> bool:
+    """Java DeleteFileIndex.forDataFile: may this delete file apply to ``data_file``?
+
+    * position deletes with a referenced data file (file-scoped, DVs) apply to that file only;
+      others are keyed by partition and apply to every data file of it (no file-path range
+      check in the current index); they need ``data_seq <= seq(delete)``;
+    * equality deletes apply within their partition (unpartitioned: globally) when
+      ``data_seq < seq(delete)`` and the data file's bounds on the equality columns overlap the
+      delete's (canContainEqDeletesForFile).
+    """
+    d: DeleteFile = delete.file
+    if d.content == EQUALITY_DELETES:
+        if d.partition and d.partition != data_file.partition:
+            return False
+        if data_seq >= delete.data_sequence_number:
+            return False
+        return _equality_bounds_overlap(d, data_file)
+    if data_seq > delete.data_sequence_number:
+        return False
+    ref = d.referenced_data_file
+    if ref is not None:
+        return ref == data_file.path
+    return d.partition == data_file.partition
+
+
+def _equality_bounds_overlap(d: DeleteFile, data_file: DataFile) -> bool:
+    if not d.equality_rows:
+        return True
+    d_lower, d_upper, _ = (dict(x) for x in bounds_of(d.equality_columns, d.equality_rows))
+    f_lower, f_upper = data_file.lower(), data_file.upper()
+    for col in d.equality_columns:
+        if col not in d_lower or col not in f_lower or col not in f_upper:
+            continue  # unknown bounds (or only nulls): might overlap
+        if d_upper[col] < f_lower[col] or d_lower[col] > f_upper[col]:
+            return False
+    return True
+
+
+def validate_no_new_deletes_for_data_files(store, table, base, starting_id, expr, data_files,
+                                           parent, *, ignore_equality_deletes=False):
+    """validateNoNewDeletesForDataFiles: no new delete in the window applies to a replaced file."""
+    if not data_files:
+        return
+    deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
+                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS)
+    start_seq = starting_sequence_number(base, starting_id)
+    for f in data_files:
+        applying = [d for d in deletes if delete_can_apply_to(d, f, start_seq)]
+        if ignore_equality_deletes:
+            if any(d.file.content != EQUALITY_DELETES for d in applying):
+                raise ValidationFailed(
+                    "no_new_deletes_for_data_files",
+                    f"Cannot commit, found new position delete for replaced data file: {f.path}")
+        elif applying:
+            raise ValidationFailed(
+                "no_new_deletes_for_data_files",
+                f"Cannot commit, found new delete for replaced data file: {f.path}")
+
+
+def validate_no_new_delete_files(store, table, base, starting_id, expr, parent):
+    """validateNoNewDeleteFiles: no delete file added in the window could match ``expr``."""
+    deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
+                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS)
+    if deletes:
+        what = fmt_filter(expr)
+        raise ValidationFailed(
+            "no_conflicting_delete_files",
+            f"Found new conflicting delete files that can apply to records matching {what}: "
+            f"{fmt_paths(d.file.path for d in deletes)}")
+
+
+def validate_deleted_data_files(store, table, base, starting_id, expr, parent):
+    """validateDeletedDataFiles: no data file matching ``expr`` was deleted in the window."""
+    window = validation_history(store, base, starting_id, VALIDATE_DELETED_DATA_FILES_OPERATIONS,
+                                DATA_MANIFEST, parent)
+    conflicts = [e.file.path for e in _entries(window)
+                 if e.status == DELETED and data_matches(table, expr, e.file)]
+    if conflicts:
+        verb = "apply to" if isinstance(expr, PartitionSet) else "contain"
+        raise ValidationFailed(
+            "no_conflicting_deletes",
+            f"Found conflicting deleted files that can {verb} records matching {fmt_filter(expr)}: "
+            f"{fmt_paths(conflicts)}")
+
+
+def validate_data_files_exist(store, table, base, starting_id, required: Iterable[str], skip_deletes,
+                              expr, parent):
+    """validateDataFilesExist: no required data file was removed in the window."""
+    required = set(required)
+    if not required:
+        return
+    ops = (VALIDATE_DATA_FILES_EXIST_SKIP_DELETE_OPERATIONS if skip_deletes
+           else VALIDATE_DATA_FILES_EXIST_OPERATIONS)
+    window = validation_history(store, base, starting_id, ops, DATA_MANIFEST, parent)
+    missing = [e.file.path for e in _entries(window)
+               if e.status == DELETED and e.file.path in required and data_matches(table, expr, e.file)]
+    if missing:
+        raise ValidationFailed("data_files_exist",
+                               f"Cannot commit, missing data files: {fmt_paths(missing)}")
+
+
+def validate_added_dvs(store, table, base, starting_id, expr, parent, dv_targets: Iterable[str]):
+    """validateAddedDVs (v3): no DV for the same data file was added concurrently."""
+    targets = set(dv_targets)
+    if not targets:
+        return
+    window = validation_history(store, base, starting_id, VALIDATE_ADDED_DVS_OPERATIONS,
+                                DELETE_MANIFEST, parent)
+    for e in _entries(window):
+        if (e.status == ADDED and e.file.content == DV and e.file.referenced_data_file in targets
+                and delete_matches(table, expr, e.file)):
+            raise ValidationFailed(
+                "added_dvs",
+                f"Found concurrently added DV for {e.file.referenced_data_file}: {e.file.path}")

@@ -1,0 +1,73 @@
+"""One evaluation's shared analysis: history, oracle and dependency graph, computed once per
+(model, state, key) and reused by ``evaluate``, ``reached`` and ``dependency_graph``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from icecheck.models.system import Model, State
+
+from .history import History, Op, build_history, describe_intent
+from .oracle import KeyFn, Oracle, run_oracle
+
+
+@dataclass
+class Analysis:
+    history: History
+    oracle: Oracle
+    key: str
+    _graph: Any = None
+    _cycles: Any = None
+
+    @property
+    def graph(self):
+        if self._graph is None:
+            from .isolation import build_graph
+            self._graph = build_graph(self.history, self.oracle)
+        return self._graph
+
+    @property
+    def cycles(self):
+        if self._cycles is None:
+            from .isolation import find_cycles
+            self._cycles = find_cycles(self.graph)
+        return self._cycles
+
+    def seq(self, position: int) -> int:
+        return self.history.lineage[position].sequence_number
+
+    def op(self, label: str | None) -> Op | None:
+        if label is None:
+            return None
+        for op in self.history.ops:
+            if op.label == label:
+                return op
+        return None
+
+    def who(self, label: str | None) -> str:
+        """'w1 (UPDATE SET v = 'w1.1' WHERE id = 1, committed at seq 2)'."""
+        op = self.op(label)
+        if op is None:
+            return "the initial table" if label is None else label
+        where = f", seq {op.sequence_number}" if op.sequence_number is not None else ""
+        name = op.writer if op.writer != "setup" else "the setup commit"
+        return f"{name} ({describe_intent(op.intent)}{where})"
+
+    def key_text(self, k) -> str:
+        return f"{self.key}={k!r}" if self.oracle.keyfn.keyed else f"row {k!r}"
+
+
+_CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity
+
+
+def analyze(model: Model, state: State, key: str = "id") -> Analysis:
+    for m, s, k, a in _CACHE:
+        if m is model and s is state and k == key:
+            return a
+    h = build_history(model, state)
+    kf = KeyFn(h.columns, key)
+    a = Analysis(h, run_oracle(h, kf), key)
+    _CACHE.insert(0, (model, state, key, a))
+    del _CACHE[4:]
+    return a

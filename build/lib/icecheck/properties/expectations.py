@@ -1,0 +1,113 @@
+"""The per-profile expectation table (``expectations.yaml``): which violations must not happen
+for a profile, catalog and format version, and which are allowed, with the documented reason.
+
+A third status, ``known_finding``, records a real anomaly we have found and reported (with its
+corpus trace): it is NOT allowed by the isolation level and every run reports it as a violation,
+but the CI gate does not fail on it while it reproduces as recorded (``icecheck check --strict``
+does). That keeps the gate useful without loosening the property."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+import yaml
+
+from .violation import PROPERTIES, Violation
+
+MUST_HOLD, ALLOWED, KNOWN_FINDING = "must_hold", "allowed", "known_finding"
+STATUSES = (MUST_HOLD, ALLOWED, KNOWN_FINDING)
+TABLE_PATH = os.path.join(os.path.dirname(__file__), "expectations.yaml")
+CONDITIONS = ("property", "profile", "isolation", "catalog", "format_version", "severity",
+              "details")
+DEFAULT_REASON = "No rule allows it: the property must hold for this profile, catalog and format."
+
+
+@dataclass(frozen=True)
+class Expectation:
+    status: str   # "must_hold" | "allowed" | "known_finding"
+    reason: str
+    trace: str = ""   # for known findings: the corpus trace that reproduces it
+
+
+def _as_list(v):
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+@lru_cache(maxsize=None)
+def load_rules(path: str = TABLE_PATH) -> tuple[dict, ...]:
+    with open(path) as f:
+        doc = yaml.safe_load(f) or {}
+    rules = doc.get("rules")
+    if not isinstance(rules, list):
+        raise ValueError(f"{path}: expected a top-level 'rules' list")
+    for i, r in enumerate(rules):
+        unknown = set(r) - set(CONDITIONS) - {"status", "reason", "trace"}
+        if unknown:
+            raise ValueError(f"{path}: rule {i + 1}: unknown key(s) {sorted(unknown)}")
+        if r.get("status") not in STATUSES:
+            raise ValueError(f"{path}: rule {i + 1}: status must be one of {STATUSES}")
+        if not r.get("reason"):
+            raise ValueError(f"{path}: rule {i + 1}: every rule needs a reason")
+        for p in _as_list(r.get("property", [])):
+            if p not in PROPERTIES:
+                raise ValueError(f"{path}: rule {i + 1}: unknown property {p!r}")
+    return tuple(rules)
+
+
+def _isolation_of(profile: str) -> str | None:
+    try:
+        from icecheck.models.profiles import get_profile
+        return get_profile(profile).isolation
+    except KeyError:
+        return None
+
+
+def _matches(rule: dict, profile: str, catalog: str, fv: int, v: Violation) -> bool:
+    if "property" in rule and v.property not in _as_list(rule["property"]):
+        return False
+    if "profile" in rule and not any(fnmatch.fnmatchcase(profile, p)
+                                     for p in _as_list(rule["profile"])):
+        return False
+    if "isolation" in rule and _isolation_of(profile) not in _as_list(rule["isolation"]):
+        return False
+    if "catalog" in rule and catalog not in _as_list(rule["catalog"]):
+        return False
+    if "format_version" in rule and int(fv) not in [int(x) for x in _as_list(rule["format_version"])]:
+        return False
+    if "severity" in rule and v.severity not in _as_list(rule["severity"]):
+        return False
+    for k, want in (rule.get("details") or {}).items():
+        if k not in v.details or v.details[k] not in _as_list(want):
+            return False
+    return True
+
+
+def expectation(profile: str, catalog: str, format_version: int, violation: Violation) -> Expectation:
+    for rule in load_rules():
+        if _matches(rule, profile, catalog, format_version, violation):
+            return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
+                               str(rule.get("trace", "")))
+    return Expectation(MUST_HOLD, DEFAULT_REASON)
+
+
+def split_expected(profile: str, catalog: str, format_version: int, violations):
+    """(unexpected: violations of properties that must hold, [(expected violation, why)]).
+
+    Known findings stay in the first list: they are violations. Only the CI gate tolerates them
+    (see ``is_known_finding``)."""
+    unexpected: list[Violation] = []
+    allowed: list[tuple[Violation, Expectation]] = []
+    for v in violations:
+        e = expectation(profile, catalog, format_version, v)
+        if e.status == ALLOWED:
+            allowed.append((v, e))
+        else:
+            unexpected.append(v)
+    return unexpected, allowed
+
+
+def is_known_finding(profile: str, catalog: str, format_version: int, violation: Violation) -> bool:
+    return expectation(profile, catalog, format_version, violation).status == KNOWN_FINDING

@@ -1,0 +1,152 @@
+"""The committed history of a state, as the properties see it.
+
+* the *lineage*: the current snapshot and its ancestors, oldest first (the table's committed
+  versions);
+* one ``Op`` per finished operation of every writer (plus one per setup commit), with where it
+  read (its base snapshot) and, if its snapshot is on the lineage, where it landed;
+* rows of any snapshot, read once per evaluation.
+
+Snapshot ids are unique within one state (writer slot * 1000 + metadata write counter; setup
+commits are 1..n), so per-evaluation caches keyed by snapshot id are sound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from icecheck.models.commands_spec import Command
+from icecheck.models.metadata import Snapshot, TableMetadata
+from icecheck.models.reads import live_data_entries, live_delete_entries, read_rows
+from icecheck.models.system import COMMITTED, Model, OpRecord, State
+
+SETUP = "setup"
+
+
+@dataclass
+class Op:
+    """One operation: a writer's finished operation, or a setup commit."""
+
+    label: str                 # "w1.1" (writer w1, its 1st operation), "setup.1"
+    writer: str
+    index: int
+    record: OpRecord | None    # None for setup commits
+    intent: Any                # a Command, or a raw Operation
+    base_snapshot_id: int | None
+    snapshot_id: int | None
+    outcome: str
+    position: int | None = None   # index in the lineage when its snapshot is on it
+    sequence_number: int | None = None
+
+    @property
+    def kind(self) -> str:
+        if isinstance(self.intent, Command):
+            return self.intent.kind
+        return getattr(self.intent, "kind", "?")
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.outcome == COMMITTED
+
+    @property
+    def on_lineage(self) -> bool:
+        return self.position is not None
+
+    def describe(self) -> str:
+        return f"{self.writer} ({describe_intent(self.intent)})"
+
+
+def describe_intent(intent: Any) -> str:
+    if isinstance(intent, Command):
+        return str(intent)
+    kind = getattr(intent, "kind", None)
+    return f"{kind} operation" if kind else repr(intent)
+
+
+@dataclass
+class History:
+    model: Model
+    state: State
+    meta: TableMetadata
+    lineage: list[Snapshot]                      # oldest first
+    ops: list[Op]                                # every finished op (writers, then setup)
+    lineage_ops: list[Op | None]                 # op of each lineage snapshot (None: unknown)
+    by_snapshot: dict[int, Op]
+    _snapshots: dict[int, Snapshot] | None = None
+    _rows: dict[Any, list] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.model.table.schema.names
+
+    @property
+    def committed_ops(self) -> list[Op]:
+        """Operations whose commit took effect on the lineage, in commit (lineage) order."""
+        return [op for op in self.lineage_ops if op is not None]
+
+    def snapshot(self, snapshot_id: int | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return None
+        snap = self.meta.snapshot(snapshot_id)
+        if snap is not None:
+            return snap
+        if self._snapshots is None:  # off-lineage (a lost commit): search every metadata file
+            index: dict[int, Snapshot] = {}
+            for obj in self.state.store.values():
+                if isinstance(obj, TableMetadata):
+                    for s in obj.snapshots:
+                        index.setdefault(s.snapshot_id, s)
+            self._snapshots = index
+        return self._snapshots.get(snapshot_id)
+
+    def ancestry(self, snapshot_id: int | None) -> list[int]:
+        """Snapshot ids from ``snapshot_id`` back to the root (newest first)."""
+        out = []
+        snap = self.snapshot(snapshot_id)
+        while snap is not None:
+            out.append(snap.snapshot_id)
+            snap = self.snapshot(snap.parent_id)
+        return out
+
+    def rows(self, snapshot_id: int | None) -> list:
+        """Visible rows (RowVersion) of a snapshot, deletes applied; [] for the empty table."""
+        if snapshot_id not in self._rows:
+            snap = self.snapshot(snapshot_id)
+            self._rows[snapshot_id] = read_rows(self.state.store, snap, self.columns) if snap else []
+        return self._rows[snapshot_id]
+
+    def live_files(self, snapshot: Snapshot):
+        store = self.state.store
+        return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
+
+
+def build_history(model: Model, state: State) -> History:
+    meta = state.metadata
+    lineage = list(meta.ancestors(meta.current_snapshot_id))
+    lineage.reverse()
+    ops: list[Op] = []
+    by_snapshot: dict[int, Op] = {}
+    for w in state.writers:
+        for r in w.history:
+            op = Op(f"{w.name}.{r.index + 1}", w.name, r.index, r, r.intent, r.base_snapshot_id,
+                    r.snapshot_id, r.outcome, sequence_number=r.sequence_number)
+            ops.append(op)
+            if r.snapshot_id is not None and r.applied:
+                by_snapshot.setdefault(r.snapshot_id, op)
+    setup_ops = model.config.setup
+    lineage_ops: list[Op | None] = []
+    for pos, snap in enumerate(lineage):
+        op = by_snapshot.get(snap.snapshot_id)
+        if op is None and snap.writer == SETUP and 1 <= snap.snapshot_id <= len(setup_ops):
+            i = snap.snapshot_id
+            op = Op(f"{SETUP}.{i}", SETUP, i - 1, None, setup_ops[i - 1],
+                    snap.parent_id, snap.snapshot_id, COMMITTED)
+            ops.append(op)
+            by_snapshot[snap.snapshot_id] = op
+        if op is not None and op.writer != snap.writer:
+            op = None
+        if op is not None:
+            op.position = pos
+            op.sequence_number = snap.sequence_number
+        lineage_ops.append(op)
+    return History(model, state, meta, lineage, ops, lineage_ops, by_snapshot)

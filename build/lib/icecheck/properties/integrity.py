@@ -1,0 +1,80 @@
+"""Metadata integrity of the current metadata file:
+
+* the snapshots form one linear chain: the first has no parent, the parent of each is the
+  previous one, every parent exists, and the snapshot log lists them in that order;
+* sequence numbers increase by exactly one along the current lineage, from 1;
+* ``last-sequence-number`` equals the current snapshot's sequence number (0 when empty), and
+  the catalog's version equals the metadata file's;
+* each writer's committed snapshot appears exactly once, with the sequence number the writer
+  was told; and every snapshot of the lineage belongs to a commit someone made (setup, or a
+  writer whose swap applied). A committed snapshot that is absent is a lost write (lost_write).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .analysis import Analysis
+from .violation import VIOLATION, Violation
+
+
+def check(a: Analysis) -> list[Violation]:
+    h = a.history
+    meta = h.meta
+    out = []
+
+    def bad(kind, msg, **details):
+        out.append(Violation("metadata_integrity", msg, VIOLATION, {"check": kind, **details}))
+
+    snaps = list(meta.snapshots)
+    ids = [s.snapshot_id for s in snaps]
+    for i, s in enumerate(snaps):
+        expected_parent = snaps[i - 1].snapshot_id if i else None
+        if s.parent_id != expected_parent:
+            bad("linear", f"Snapshot {s.snapshot_id} (seq {s.sequence_number}, by "
+                f"{s.writer}) has parent {s.parent_id}, expected {expected_parent}: the table's "
+                f"history is not one linear chain.", snapshot_id=s.snapshot_id,
+                parent_id=s.parent_id, expected_parent_id=expected_parent)
+    if list(meta.snapshot_log) != ids:
+        bad("snapshot_log", f"The snapshot log {list(meta.snapshot_log)} does not list the "
+            f"snapshots {ids} in commit order.", snapshot_log=list(meta.snapshot_log),
+            snapshots=ids)
+    if snaps and meta.current_snapshot_id != ids[-1]:
+        bad("current", f"The current snapshot {meta.current_snapshot_id} is not the last "
+            f"committed one ({ids[-1]}).", current=meta.current_snapshot_id, last=ids[-1])
+    for i, s in enumerate(h.lineage):
+        if s.sequence_number != i + 1:
+            bad("sequence", f"Snapshot {s.snapshot_id} (by {s.writer}) has sequence number "
+                f"{s.sequence_number}, but it is commit {i + 1} of the lineage: sequence numbers "
+                f"must increase by one without gaps.", snapshot_id=s.snapshot_id,
+                sequence_number=s.sequence_number, expected=i + 1)
+            break
+    head_seq = h.lineage[-1].sequence_number if h.lineage else 0
+    if meta.last_sequence_number != head_seq:
+        bad("last_sequence_number", f"last-sequence-number is {meta.last_sequence_number} but "
+            f"the current snapshot's sequence number is {head_seq}.",
+            last_sequence_number=meta.last_sequence_number, current=head_seq)
+    if h.state.catalog.version != meta.version:
+        bad("catalog_version", f"The catalog records version {h.state.catalog.version} for "
+            f"{meta.path}, whose version is {meta.version}.",
+            catalog_version=h.state.catalog.version, metadata_version=meta.version)
+    counts = Counter(ids)
+    for op in h.ops:
+        if op.record is None or op.snapshot_id is None or not op.record.applied:
+            continue
+        n = counts.get(op.snapshot_id, 0)
+        if n > 1:
+            bad("once", f"{a.who(op.label)}'s snapshot {op.snapshot_id} appears {n} times in the "
+                f"table metadata.", op=op.label, snapshot_id=op.snapshot_id, count=n)
+        snap = h.meta.snapshot(op.snapshot_id)
+        if n and op.record.sequence_number is not None and snap is not None and \
+                snap.sequence_number != op.record.sequence_number:
+            bad("told_sequence", f"{op.writer} was told sequence number "
+                f"{op.record.sequence_number} but its snapshot {op.snapshot_id} has "
+                f"{snap.sequence_number}.", op=op.label, snapshot_id=op.snapshot_id)
+    for snap, op in zip(h.lineage, h.lineage_ops):
+        if op is None:
+            bad("orphan", f"Snapshot {snap.snapshot_id} (seq {snap.sequence_number}, writer "
+                f"{snap.writer}) is in the table's history, but no commit of {snap.writer} "
+                f"applied it.", snapshot_id=snap.snapshot_id, writer=snap.writer)
+    return out

@@ -1,0 +1,201 @@
+"""Isolation: the dependency graph of committed operations, and Adya's cycle classes.
+
+Nodes are the operations committed on the lineage (setup commits included). Each key has a
+version order: the committed operations that wrote it, in commit order, after the initial
+(absent) version. Edges (Adya, "Generalized isolation level definitions", 2000):
+
+* ``ww``: X wrote a version of k and Y wrote the next one;
+* ``wr``: Y read (at its base snapshot) the version of k that X wrote;
+* ``rw``: Y read a version of k, and Z (not Y) wrote the next version (an anti-dependency);
+* ``co``: consecutive commits (display only; never part of a cycle).
+
+What an operation *reads*: the keys it matched at its base, the keys its predicate looks up
+(``id = 1``), and a MERGE's source keys, found or not. What it *writes*: the keys whose rows its
+logical effect changed (see ``oracle.py``). INSERT and compaction read nothing.
+
+Cycle classes, weakest level violated first, as Jepsen's Elle reports them:
+G0 (ww only) -> read uncommitted; G1c (ww/wr, no rw) -> read committed; G-single (exactly one
+rw) -> snapshot isolation; G2-item (two or more rw) -> serializable.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from .history import History
+from .oracle import Oracle
+
+WW, WR, RW, CO = "ww", "wr", "rw", "co"
+DATA_EDGES = (WW, WR, RW)
+LEVEL_VIOLATED = {"G0": "read-uncommitted", "G1c": "read-committed",
+                  "G-single": "snapshot-isolation", "G2-item": "serializable"}
+ANOMALY_ORDER = ("G0", "G1c", "G-single", "G2-item")
+
+
+def version_read(h: History, oracle: Oracle, base_snapshot_id, k):
+    """(found, label): the writer of the version of k visible at the base (label None: the
+    initial version). found False when that version was written by a commit off the lineage."""
+    for sid in h.ancestry(base_snapshot_id):
+        op = h.by_snapshot.get(sid)
+        if op is None:
+            continue
+        if op.on_lineage:
+            if k in oracle.writes.get(op.label, ()):
+                return True, op.label
+        else:
+            eff = _off_lineage_effect(h, oracle, op)
+            if k in eff.sets or k in eff.appends:
+                return False, op.label
+    return True, None
+
+
+def _off_lineage_effect(h, oracle, op):
+    from .oracle import effect_of
+    eff = oracle.effects.get(op.label)
+    if eff is None:
+        eff = effect_of(h, op, oracle.keyfn)
+        oracle.effects[op.label] = eff
+    return eff
+
+
+def build_graph(h: History, oracle: Oracle) -> nx.MultiDiGraph:
+    g = nx.MultiDiGraph()
+    ops = h.committed_ops
+    for op in ops:
+        g.add_node(op.label, writer=op.writer, op_index=op.index + 1, command=op.describe(),
+                   snapshot_id=op.snapshot_id, sequence_number=op.sequence_number,
+                   base_snapshot_id=op.base_snapshot_id)
+    for a, b in zip(ops, ops[1:]):
+        g.add_edge(a.label, b.label, key=f"{CO}", type=CO, row_key=None)
+    for k, writers in oracle.version_order.items():
+        for a, b in zip(writers, writers[1:]):
+            if a != b:
+                g.add_edge(a, b, key=f"{WW}:{k!r}", type=WW, row_key=k)
+    for op in ops:
+        eff = oracle.effects.get(op.label)
+        if eff is None:
+            continue
+        for k in sorted(eff.reads, key=repr):
+            found, writer = version_read(h, oracle, op.base_snapshot_id, k)
+            if not found:
+                continue
+            if writer is not None and writer != op.label:
+                g.add_edge(writer, op.label, key=f"{WR}:{k!r}", type=WR, row_key=k)
+            order = oracle.version_order.get(k, [])
+            nxt = order[0] if writer is None and order else None
+            if writer is not None and writer in order:
+                i = order.index(writer)
+                nxt = order[i + 1] if i + 1 < len(order) else None
+            if nxt is not None and nxt != op.label:
+                g.add_edge(op.label, nxt, key=f"{RW}:{k!r}", type=RW, row_key=k)
+    return g
+
+
+def _pair_edges(g: nx.MultiDiGraph, a, b) -> dict:
+    """Edge types from a to b, each with its first key (deterministic)."""
+    out: dict = {}
+    data = g.get_edge_data(a, b) or {}
+    for ek in sorted(data, key=str):
+        attrs = data[ek]
+        t = attrs["type"]
+        if t in DATA_EDGES and t not in out:
+            out[t] = attrs["row_key"]
+    return out
+
+
+def classify_cycle(g: nx.MultiDiGraph, nodes: list) -> tuple[str, list]:
+    """The weakest anomaly the node cycle can be read as, and its edges."""
+    pairs = [(nodes[i], nodes[(i + 1) % len(nodes)]) for i in range(len(nodes))]
+    chosen = []
+    rw = 0
+    only_ww = True
+    for a, b in pairs:
+        edges = _pair_edges(g, a, b)
+        for t in (WW, WR, RW):
+            if t in edges:
+                chosen.append([a, b, t, edges[t]])
+                if t != WW:
+                    only_ww = False
+                if t == RW:
+                    rw += 1
+                break
+    if only_ww:
+        anomaly = "G0"
+    elif rw == 0:
+        anomaly = "G1c"
+    elif rw == 1:
+        anomaly = "G-single"
+    else:
+        anomaly = "G2-item"
+    return anomaly, chosen
+
+
+def find_cycles(g: nx.MultiDiGraph) -> list[tuple[str, list]]:
+    """Every elementary cycle of the data edges, classified; deterministic order."""
+    d = nx.DiGraph()
+    d.add_nodes_from(g.nodes)
+    for a, b, attrs in g.edges(data=True):
+        if attrs["type"] in DATA_EDGES and a != b:
+            d.add_edge(a, b)
+    out = []
+    seen = set()
+    for cyc in nx.simple_cycles(d):
+        i = cyc.index(min(cyc))
+        cyc = cyc[i:] + cyc[:i]
+        if tuple(cyc) in seen:
+            continue
+        seen.add(tuple(cyc))
+        out.append(classify_cycle(g, cyc))
+    out.sort(key=lambda c: (ANOMALY_ORDER.index(c[0]), len(c[1]), repr(c[1])))
+    return out
+
+
+def check(a) -> list:
+    """One violation per elementary dependency cycle, weakest anomaly first."""
+    from .common import jsonable
+    from .violation import VIOLATION, Violation
+
+    out = []
+    effects = a.oracle.effects
+    for anomaly, edges in a.cycles:
+        rw = [e for e in edges if e[2] == RW]
+        # Every anti-dependency is on a key its reader found absent and its writer inserted
+        # (an INSERT, or a MERGE's not-matched branch): concurrently inserted keys.
+        absent = bool(rw) and all(
+            effects.get(e[0]) is not None and effects[e[0]].reads.get(e[3]) is False
+            and effects.get(e[1]) is not None
+            and (e[3] in effects[e[1]].inserted or e[3] in effects[e[1]].appends)
+            for e in rw)
+        # Every anti-dependency points at a write that inserted the key (found it absent at
+        # its base): the reader did not see a concurrently ADDED row, which Iceberg's snapshot
+        # isolation never validates (no primary keys).
+        into_insert = bool(rw) and all(
+            effects.get(e[1]) is not None
+            and (e[3] in effects[e[1]].inserted or e[3] in effects[e[1]].appends)
+            for e in rw)
+        # Every anti-dependency's two writers left the key the same (e.g. two DELETEs of one
+        # row): the table equals a serial order's; only what each reported (row counts) differs.
+        same = bool(rw) and all(
+            effects.get(e[0]) is not None and effects.get(e[1]) is not None
+            and effects[e[0]].sets.get(e[3], 0) == effects[e[1]].sets.get(e[3], 1)
+            for e in rw)
+        writers = []
+        for e in edges:
+            if e[0] not in writers:
+                writers.append(e[0])
+        steps = "; ".join(f"{e[0]} -{e[2]}-> {e[1]} on {a.key_text(e[3])}" for e in edges)
+        out.append(Violation(
+            "isolation",
+            f"{anomaly} cycle among {', '.join(a.who(w) for w in writers)}: {steps}. No serial "
+            f"order of these commits explains what each read and wrote, which violates "
+            f"{LEVEL_VIOLATED[anomaly]}."
+            + (" Both conflicting writes left the key the same, so the table matches a serial "
+               "order; only what each command reported (e.g. rows deleted) does not." if same
+               else ""),
+            VIOLATION,
+            {"anomaly": anomaly, "level_violated": LEVEL_VIOLATED[anomaly],
+             "cycle": [[e[0], e[1], e[2], jsonable(e[3])] for e in edges],
+             "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent,
+             "rw_into_concurrent_insert": into_insert, "equivalent_writes": same,
+             "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
+    return out

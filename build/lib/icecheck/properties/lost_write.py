@@ -1,0 +1,60 @@
+"""Lost write: an acknowledged commit whose effects vanish from later committed versions, with
+no later committed operation that legitimately overwrote them.
+
+* catalog level: an operation told ``committed`` whose snapshot is not in the current
+  snapshot's ancestry (a catalog with no coordination let a stale writer swap over it);
+* row level: a committed operation's write of a key (a row value it inserted or updated) that a
+  later committed version of the table no longer shows, although the oracle (``oracle.py``:
+  every committed operation applied in commit order, computed from its base) still expects it.
+"""
+
+from __future__ import annotations
+
+from .analysis import Analysis
+from .common import jsonable, rows_text
+from .violation import VIOLATION, Violation
+
+
+def check(a: Analysis) -> list[Violation]:
+    h = a.history
+    out: list[Violation] = []
+    lineage_ids = {s.snapshot_id for s in h.lineage}
+    head = h.lineage[-1] if h.lineage else None
+    for op in h.ops:
+        if not op.acknowledged or op.record is None or op.snapshot_id in lineage_ids:
+            continue
+        snap = h.snapshot(op.snapshot_id)
+        sibling = next((s for s in h.lineage if snap is not None and s.parent_id == snap.parent_id
+                        and s.snapshot_id != snap.snapshot_id), None)
+        by = h.by_snapshot.get(sibling.snapshot_id) if sibling else None
+        by_text = (f"{a.who(by.label)} swapped the table pointer from the same parent and "
+                   f"discarded it") if by else "a later swap discarded it"
+        out.append(Violation(
+            "lost_write",
+            f"{a.who(op.label)} was told its commit succeeded (snapshot {op.snapshot_id}, "
+            f"seq {op.sequence_number}), but that snapshot is not in the current table's history "
+            f"(head seq {head.sequence_number if head else 0}): {by_text}.",
+            VIOLATION,
+            {"level": "catalog", "op": op.label, "writer": op.writer,
+             "snapshot_id": op.snapshot_id, "sequence_number": op.sequence_number,
+             "discarded_by": by.label if by else None,
+             "catalog": h.model.config.catalog}))
+    for m in a.oracle.mismatches:
+        if m.kind != "lost_write":
+            continue
+        missing = [r for r in m.expected if r not in m.actual]
+        writers = sorted({m.origins.get(r) or "?" for r in missing})
+        stale = bool(set(writers) & a.oracle.stale_ops)
+        out.append(Violation(
+            "lost_write",
+            f"{a.who(m.responsible)} committed {a.key_text(m.key)} as {rows_text(missing)}, but "
+            f"from seq {a.seq(m.position)} the table shows {rows_text(m.actual)} for that key, "
+            f"and no later committed operation overwrote it.",
+            VIOLATION,
+            {"level": "row", "key": jsonable(m.key), "op": m.responsible,
+             "writers": writers, "lost_rows": jsonable(missing),
+             "expected": jsonable(m.expected), "actual": jsonable(m.actual),
+             "first_sequence_number": a.seq(m.position),
+             "sequence_numbers": [a.seq(p) for p in m.positions],
+             "based_on_lost_commit": stale}))
+    return out

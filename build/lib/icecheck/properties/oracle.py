@@ -1,0 +1,335 @@
+"""The consistent-read oracle: what each committed version of the table should contain.
+
+Each committed operation's *logical effect* is computed from the rows it read at its own base
+snapshot (``OpRecord.base_snapshot_id``), as the engine computed it:
+
+* DELETE removes the rows it matched; UPDATE replaces the rows it matched by their updated form;
+  MERGE replaces the matched rows by their source row and inserts the source rows whose key it
+  did not find: each sets the keys it touched to (their rows at its base) - removed + added;
+* INSERT appends its rows (a blind write: it reads nothing);
+* COMPACT (rewrite_data_files), or any raw RewriteFiles, changes nothing logically;
+* overwrite(filter) / overwritePartitions() delete by predicate at commit time (what they replace
+  is theirs to replace) and append their rows;
+* a raw ``Operation`` intent: its effect is derived from its files (the base rows of the data
+  files it deletes and of the positions / equality rows its delete files remove, and the rows of
+  its added data files).
+
+Folding the effects of the lineage's operations in commit order gives the expected rows of every
+committed version, key by key; a key whose actual rows differ is a *mismatch*, classified as an
+undelete, a lost write, duplicate keys, or (otherwise) a consistent-read violation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from icecheck.models import operations as ops
+from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, OVERWRITE,
+                                           OVERWRITE_PARTITIONS, UPDATE, Command)
+from icecheck.models.files import EQUALITY_DELETES
+from icecheck.models.filters import And, Cmp, In, Or, eval_row
+
+from .history import History, Op
+
+BOTTOM = None  # the version of a key no committed operation has written yet
+
+
+def _sorted(rows) -> tuple:
+    return tuple(sorted(rows, key=repr))
+
+
+@dataclass
+class Effect:
+    """An operation's logical effect, per key."""
+
+    sets: dict = field(default_factory=dict)       # key -> new rows (() = the key is deleted)
+    appends: dict = field(default_factory=dict)    # key -> rows appended blindly
+    drop: Callable[[tuple], bool] | None = None    # commit-time predicate delete
+    reads: dict = field(default_factory=dict)      # key -> was it present at the base
+    inserted: set = field(default_factory=set)     # keys it added while they were absent at base
+    deleted: set = field(default_factory=set)      # keys it deleted (present at base, now gone)
+    logical_noop: bool = False                     # COMPACT / RewriteFiles
+
+
+class KeyFn:
+    def __init__(self, columns: tuple[str, ...], key: str):
+        self.keyed = key in columns
+        self.key = key
+        self.index = columns.index(key) if self.keyed else None
+        self.columns = columns
+
+    def __call__(self, row: tuple) -> Any:
+        return row[self.index] if self.keyed else row
+
+
+def point_keys(expr, key: str):
+    """Keys a predicate looks up directly (``id = 1``, ``id in (1, 2)``), or None."""
+    if isinstance(expr, Cmp):
+        return {expr.value} if expr.op == "=" and expr.column == key else None
+    if isinstance(expr, In):
+        return set(expr.values) if expr.column == key and not expr.negated else None
+    if isinstance(expr, Or):
+        a, b = point_keys(expr.left, key), point_keys(expr.right, key)
+        return a | b if a is not None and b is not None else None
+    if isinstance(expr, And):
+        a, b = point_keys(expr.left, key), point_keys(expr.right, key)
+        if a is not None and b is not None:
+            return a & b
+        return a if a is not None else b
+    return None
+
+
+def _set_effect(eff: Effect, kf: KeyFn, base_by_key: dict, removed: list, added: list) -> None:
+    touched = {kf(r) for r in removed} | {kf(r) for r in added}
+    rem = Counter((kf(r), r) for r in removed)
+    for k in touched:
+        left = []
+        for r in base_by_key.get(k, ()):
+            if rem[(k, r)] > 0:
+                rem[(k, r)] -= 1
+            else:
+                left.append(r)
+        new = left + [r for r in added if kf(r) == k]
+        eff.sets[k] = _sorted(new)
+        if not base_by_key.get(k):
+            eff.inserted.add(k)
+        elif not new:
+            eff.deleted.add(k)
+
+
+def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
+    intent = op.intent
+    eff = Effect()
+    table = h.model.table
+    schema = table.schema
+    if isinstance(intent, Command):
+        kind = intent.kind
+        if kind == COMPACT:
+            eff.logical_noop = True
+            return eff
+        if kind == INSERT:
+            for r in intent.rows:
+                eff.appends.setdefault(kf(r), []).append(tuple(r))
+            return eff
+        if kind in (OVERWRITE, OVERWRITE_PARTITIONS):
+            for r in intent.rows:
+                eff.appends.setdefault(kf(r), []).append(tuple(r))
+            if kind == OVERWRITE:
+                where = intent.where
+                eff.drop = (lambda r: True) if where is None else (
+                    lambda r: eval_row(where, schema.as_dict(r)))
+            elif table.spec.is_unpartitioned:
+                eff.drop = lambda r: True
+            else:
+                parts = {table.partition_of_row(tuple(r)) for r in intent.rows}
+                eff.drop = lambda r: table.partition_of_row(r) in parts
+            return eff
+        base = [rv.values for rv in h.rows(op.base_snapshot_id)]
+        base_by_key: dict = {}
+        for r in base:
+            base_by_key.setdefault(kf(r), []).append(r)
+
+        def matches(r):
+            return intent.where is None or eval_row(intent.where, schema.as_dict(r))
+
+        removed, added = [], []
+        if kind in (DELETE, UPDATE):
+            sets = dict(intent.set)
+            for r in base:
+                if matches(r):
+                    removed.append(r)
+                    if kind == UPDATE:
+                        added.append(tuple(sets.get(n, v) for n, v in zip(schema.names, r)))
+            looked = point_keys(intent.where, kf.key) if kf.keyed else None
+        elif kind == MERGE:
+            idx = [schema.index(c) for c in intent.on]
+            source = {tuple(s[i] for i in idx): tuple(s) for s in intent.rows}
+            matched = set()
+            for r in base:
+                sk = tuple(r[i] for i in idx)
+                if sk in source and matches(r):
+                    removed.append(r)
+                    added.append(source[sk])
+                    matched.add(sk)
+            added += [s for sk, s in source.items() if sk not in matched]
+            looked = {kf(s) for s in intent.rows} if kf.keyed else None
+        else:
+            looked = None
+        for r in removed:
+            eff.reads[kf(r)] = True
+        for k in looked or ():
+            eff.reads.setdefault(k, bool(base_by_key.get(k)))
+        _set_effect(eff, kf, base_by_key, removed, added)
+        return eff
+    # A raw Operation: derive the effect from its files.
+    operation = intent
+    if operation.kind == ops.REWRITE:
+        eff.logical_noop = True
+        return eff
+    base_rows = h.rows(op.base_snapshot_id)
+    doomed_files = {f.path for f in operation.delete_data}
+    positions = set()
+    eq = []
+    for d in operation.add_deletes:
+        if d.content == EQUALITY_DELETES:
+            eq.append(d)
+        else:
+            positions.update(d.positions)
+    removed = []
+    for rv in base_rows:
+        if rv.path in doomed_files or (rv.path, rv.position) in positions:
+            removed.append(rv.values)
+            continue
+        for d in eq:
+            key = tuple(rv.values[schema.index(c)] for c in d.equality_columns)
+            if key in d.equality_rows and (not d.partition or d.partition == table.partition_of_row(rv.values)):
+                removed.append(rv.values)
+                break
+    added = [tuple(r) for f in operation.add_data for r in (f.rows or ())]
+    if operation.row_filter is not None:
+        flt = operation.row_filter
+        eff.drop = lambda r: eval_row(flt, schema.as_dict(r))
+    elif operation.kind == ops.REPLACE_PARTITIONS:
+        parts = {f.partition for f in operation.add_data}
+        eff.drop = (lambda r: True) if table.spec.is_unpartitioned else (
+            lambda r: table.partition_of_row(r) in parts)
+    if not removed:
+        for r in added:
+            eff.appends.setdefault(kf(r), []).append(r)
+        return eff
+    base_by_key: dict = {}
+    for rv in base_rows:
+        base_by_key.setdefault(kf(rv.values), []).append(rv.values)
+    for r in removed:
+        eff.reads[kf(r)] = True
+    _set_effect(eff, kf, base_by_key, removed, added)
+    return eff
+
+
+@dataclass
+class Mismatch:
+    """A key whose rows at a committed version differ from the oracle's."""
+
+    kind: str                 # undelete | lost_write | duplicate_keys | consistent_read
+    key: Any
+    position: int             # lineage index of the first version showing it
+    expected: tuple
+    actual: tuple
+    responsible: str | None   # label of the op whose effect is contradicted
+    origins: dict             # row -> label of the op that wrote that row value (latest)
+    positions: list = field(default_factory=list)
+
+
+@dataclass
+class Oracle:
+    effects: dict                      # op label -> Effect
+    writes: dict                       # op label -> set of keys it wrote (lineage ops)
+    version_order: dict                # key -> [labels of lineage ops that wrote it, in order]
+    expected: list                     # per lineage index: dict key -> rows
+    mismatches: list                   # list[Mismatch], first occurrence order
+    origin: dict                       # (key, row) -> label that (last) wrote that row value
+    last_writer: dict                  # key -> label (at the end of the lineage)
+    stale_ops: set                     # labels of lineage ops whose base is not on the lineage
+    keyfn: KeyFn | None = None
+
+
+def _group(rows, kf: KeyFn) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault(kf(r), []).append(r)
+    return {k: _sorted(v) for k, v in out.items()}
+
+
+def run_oracle(h: History, kf: KeyFn) -> Oracle:
+    effects: dict = {}
+    writes: dict = {}
+    version_order: dict = {}
+    expected_list: list = []
+    mismatches: dict = {}
+    origin: dict = {}
+    last_writer: dict = {}
+    last_deleter: dict = {}  # key -> True when the last write of the key deleted it
+    lineage_ids = {s.snapshot_id for s in h.lineage}
+    stale: set = set()
+    state: dict = {}
+    for pos, (snap, op) in enumerate(zip(h.lineage, h.lineage_ops)):
+        actual = _group([rv.values for rv in h.rows(snap.snapshot_id)], kf)
+        if op is None:  # a snapshot no writer claims (reported by metadata_integrity): resync
+            state = dict(actual)
+            expected_list.append(state)
+            continue
+        if op.base_snapshot_id is not None and op.base_snapshot_id not in lineage_ids:
+            stale.add(op.label)
+        eff = effect_of(h, op, kf)
+        effects[op.label] = eff
+        state = dict(state)
+        wrote = set()
+        if eff.drop is not None:
+            for k, rows in list(state.items()):
+                kept = tuple(r for r in rows if not eff.drop(r))
+                if kept != rows:
+                    state[k] = kept
+                    wrote.add(k)
+                    if not kept:
+                        last_deleter[k] = True
+        before_state = state
+        state = dict(state)
+        for k, rows in eff.sets.items():
+            state[k] = rows
+            wrote.add(k)
+            last_deleter[k] = not rows
+        for k, rows in eff.appends.items():
+            state[k] = _sorted(state.get(k, ()) + tuple(rows))
+            wrote.add(k)
+            last_deleter[k] = False
+        for k in sorted(wrote, key=repr):
+            last_writer[k] = op.label
+            version_order.setdefault(k, []).append(op.label)
+        # A row value's origin is the operation that first wrote it into the key's rows: rows an
+        # operation carries over unchanged keep their origin.
+        for k, rows in eff.sets.items():
+            before = Counter(before_state.get(k, ()))
+            for r in rows:
+                if before[r] <= 0:
+                    origin[(k, r)] = op.label
+                else:
+                    before[r] -= 1
+        for k, rows in eff.appends.items():
+            for r in rows:
+                origin[(k, r)] = op.label
+        state = {k: v for k, v in state.items() if v}
+        writes[op.label] = wrote
+        expected_list.append(state)
+        # compare
+        for k in sorted(set(state) | set(actual), key=repr):
+            e, a = state.get(k, ()), actual.get(k, ())
+            if e == a:
+                continue
+            missing = Counter(e) - Counter(a)
+            extra = Counter(a) - Counter(e)
+            if not e:
+                kind = "undelete" if last_deleter.get(k) else "consistent_read"
+                resp = last_writer.get(k)
+            elif missing:
+                kind = "lost_write"
+                lost = sorted(missing, key=repr)
+                resp = origin.get((k, lost[0]), last_writer.get(k))
+            elif extra and len(a) > 1:
+                kind = "duplicate_keys"
+                resp = last_writer.get(k)
+            else:
+                kind = "consistent_read"
+                resp = last_writer.get(k)
+            if not kf.keyed and kind in ("duplicate_keys", "lost_write", "undelete"):
+                kind = "consistent_read"
+            ident = (kind, repr(k), resp, _sorted(extra.elements()), _sorted(missing.elements()))
+            if ident in mismatches:
+                mismatches[ident].positions.append(pos)
+                continue
+            origins = {r: origin.get((k, r)) for r in set(a) | set(e)}
+            mismatches[ident] = Mismatch(kind, k, pos, e, a, resp, origins, [pos])
+    return Oracle(effects, writes, version_order, expected_list, list(mismatches.values()),
+                  origin, last_writer, stale, kf)
+

@@ -1,0 +1,38 @@
+"""Undelete: a key that a committed operation deleted (a DELETE, or any commit that removed all
+its rows) is visible again in a later committed version, with no later committed operation
+writing it back."""
+
+from __future__ import annotations
+
+from .analysis import Analysis
+from .common import jsonable, rows_text
+from .violation import VIOLATION, Violation
+
+
+def check(a: Analysis) -> list[Violation]:
+    out = []
+    h = a.history
+    for m in a.oracle.mismatches:
+        if m.kind != "undelete":
+            continue
+        deleter = a.op(m.responsible)
+        base_rows = {rv.values for rv in h.rows(deleter.base_snapshot_id)} if deleter else set()
+        concurrent = [r for r in m.actual if r not in base_rows]
+        origins = {repr(tuple(r)): m.origins.get(r) for r in m.actual}
+        involved = {m.responsible, *origins.values()}
+        extra = ""
+        if concurrent:
+            writers = sorted({m.origins.get(r) or "?" for r in concurrent})
+            extra = (f" The surviving row was written by {', '.join(a.who(w) for w in writers)}, "
+                     f"committed concurrently with the DELETE, which never saw it.")
+        out.append(Violation(
+            "undelete",
+            f"{a.who(m.responsible)} deleted {a.key_text(m.key)}, but the table at seq "
+            f"{a.seq(m.position)} shows it again: {rows_text(m.actual)}.{extra}",
+            VIOLATION,
+            {"key": jsonable(m.key), "deleted_by": m.responsible, "rows": jsonable(m.actual),
+             "row_origins": origins, "written_concurrently": bool(concurrent),
+             "first_sequence_number": a.seq(m.position),
+             "sequence_numbers": [a.seq(p) for p in m.positions],
+             "based_on_lost_commit": bool(involved & a.oracle.stale_ops)}))
+    return out

@@ -1,0 +1,588 @@
+"""Parse a scenario file (docs/scenario-format.md) into model objects.
+
+Every problem is an ``InputError`` naming the file and the line: unknown keys, operations,
+profiles, writers or file names, filters that do not parse, rows that do not fit the schema.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from icecheck.models import catalog as cat
+from icecheck.models import operations as ops
+from icecheck.models.files import (CONTENTS, DATA, DV, EQUALITY_DELETES, POSITION_DELETES,
+                                   DataFile, DeleteFile, pairs)
+from icecheck.models.filters import FilterSyntaxError, check_columns, parse_filter
+from icecheck.models.operations import Operation, Validations
+from icecheck.models.system import OUTCOMES
+from icecheck.models.table import COLUMN_TYPES, Schema, TableConfig
+from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
+
+from .errors import InputError
+from .yamlload import LineDict, LineList, load_yaml_file
+
+FORMAT_VERSION = 1
+TOP_KEYS = {"version", "id", "description", "catalog", "profile", "table", "files", "steps",
+            "expect", "conformance"}
+TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
+FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
+             "equality_ids"}
+OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
+           "expect"}
+VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
+                 "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
+                 "data_files_exist", "files_exist", "starting_sequence_number",
+                 "fail_missing_delete_paths", "validate_on_first_attempt",
+                 "deleted_data_files_by_filter"}
+PHASE_STEPS = ("write", "refresh", "validate", "write_metadata", "cas")
+EXPECT_KEYS = {"outcome", "message"}
+FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files", "rows"}
+OPS_ALLOWED_KEYS = {
+    ops.APPEND: {"add"}, ops.FAST_APPEND: {"add"},
+    ops.OVERWRITE: {"add", "delete", "row_filter"},
+    ops.ROW_DELTA: {"add", "add_deletes", "remove_deletes"},
+    ops.REWRITE: {"add", "delete", "add_deletes", "remove_deletes"},
+    ops.DELETE_FILES: {"delete", "row_filter"},
+    ops.REPLACE_PARTITIONS: {"add"},
+}
+
+
+@dataclass(frozen=True)
+class StepExpect:
+    outcome: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scenario step. ``kind``: commit_now, begin, commit, phase, fault, crash."""
+
+    kind: str
+    line: int
+    writer: str
+    operation: Operation | None = None
+    command: Any = None
+    phase: str | None = None
+    fault: str | None = None
+    expect: StepExpect | None = None
+
+
+@dataclass(frozen=True)
+class FinalExpect:
+    outcome: str | None = None
+    message: str | None = None
+    live_data_files: tuple[str, ...] | None = None
+    live_delete_files: tuple[str, ...] | None = None
+    rows: tuple[tuple, ...] | None = None
+
+
+@dataclass
+class Scenario:
+    path: str
+    id: str
+    description: str
+    catalog: str
+    profile: str | None
+    table: TableConfig
+    files: dict[str, Any]
+    steps: list[Step]
+    expect: FinalExpect
+    conformance_skip: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def uses_faults(self) -> bool:
+        return any(s.kind == "fault" for s in self.steps)
+
+    @property
+    def uses_crashes(self) -> bool:
+        return any(s.kind == "crash" for s in self.steps)
+
+
+class _Ctx:
+    """Parsing context: the file path, for error messages."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, message: str, node: Any = None, key: Any = None) -> InputError:
+        line = None
+        if isinstance(node, LineDict):
+            line = node.line_of(key) if key is not None else node.line
+        elif isinstance(node, LineList):
+            line = node.line_of(key) if isinstance(key, int) else node.line
+        elif isinstance(node, int):
+            line = node
+        return InputError(message, self.path, line)
+
+    def mapping(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineDict:
+        if not isinstance(node, LineDict):
+            raise self.fail(f"{what} must be a mapping, got {type(node).__name__}", parent, key)
+        return node
+
+    def seq(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineList:
+        if not isinstance(node, LineList):
+            raise self.fail(f"{what} must be a list, got {type(node).__name__}", parent, key)
+        return node
+
+    def keys(self, node: LineDict, allowed: set[str], what: str) -> None:
+        for k in node:
+            if k not in allowed:
+                raise self.fail(f"unknown key {k!r} in {what}; expected one of "
+                                f"{', '.join(sorted(allowed))}", node, k)
+
+
+def load_scenario(path: str) -> Scenario:
+    doc = load_yaml_file(path)
+    return parse_scenario(doc, path)
+
+
+def parse_scenario(doc: Any, path: str) -> Scenario:
+    ctx = _Ctx(path)
+    if not isinstance(doc, LineDict):
+        raise ctx.fail("a scenario must be a YAML mapping", 1)
+    ctx.keys(doc, TOP_KEYS, "the scenario")
+    version = doc.get("version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise ctx.fail(f"unsupported scenario format version {version!r} (this is version "
+                       f"{FORMAT_VERSION})", doc, "version")
+    sid = str(doc.get("id") or os.path.splitext(os.path.basename(path))[0])
+    catalog = doc.get("catalog", cat.CAS)
+    if catalog not in cat.KINDS:
+        raise ctx.fail(f"unknown catalog {catalog!r}; expected one of {', '.join(cat.KINDS)}",
+                       doc, "catalog")
+    if "table" not in doc:
+        raise ctx.fail("missing 'table'", doc)
+    table = parse_table(ctx, ctx.mapping(doc["table"], "table", doc, "table"))
+    files = parse_files(ctx, table, ctx.mapping(doc.get("files", LineDict()), "files", doc, "files"))
+    profile = doc.get("profile")
+    if profile is not None:
+        from icecheck.models.profiles import load_profiles
+        known = load_profiles()
+        if profile not in known:
+            raise ctx.fail(f"unknown profile {profile!r}; known: {', '.join(sorted(known))}",
+                           doc, "profile")
+    steps = parse_steps(ctx, table, files, ctx.seq(doc.get("steps"), "steps", doc, "steps"), profile)
+    expect = parse_final_expect(ctx, table, files, doc.get("expect"), doc)
+    skip = {}
+    if "conformance" in doc:
+        conf = ctx.mapping(doc["conformance"], "conformance", doc, "conformance")
+        ctx.keys(conf, {"skip", "reason"}, "conformance")
+        for target in conf.get("skip", []):
+            skip[str(target)] = str(conf.get("reason", "not expressible on this target"))
+    return Scenario(path, sid, str(doc.get("description", "")).strip(), catalog, profile, table,
+                    files, steps, expect, skip)
+
+
+# -- table ------------------------------------------------------------------------------------
+
+def parse_table(ctx: _Ctx, node: LineDict) -> TableConfig:
+    ctx.keys(node, TABLE_KEYS, "table")
+    fv = node.get("format_version", 2)
+    if fv not in (2, 3):
+        raise ctx.fail(f"format_version must be 2 or 3, got {fv!r}", node, "format_version")
+    schema_node = ctx.mapping(node.get("schema"), "table.schema", node, "schema")
+    columns = []
+    for name, typ in schema_node.items():
+        if typ not in COLUMN_TYPES:
+            raise ctx.fail(f"column {name!r} has unknown type {typ!r}; expected one of "
+                           f"{', '.join(COLUMN_TYPES)}", schema_node, name)
+        columns.append((str(name), typ))
+    if not columns:
+        raise ctx.fail("table.schema needs at least one column", node, "schema")
+    schema = Schema(tuple(columns))
+    fields = []
+    spec_node = node.get("partition_spec") or LineList()
+    spec_node = ctx.seq(spec_node, "table.partition_spec", node, "partition_spec")
+    for i, text in enumerate(spec_node):
+        try:
+            transform, source = parse_transform(str(text))
+        except ValueError as e:
+            raise ctx.fail(str(e), spec_node, i) from None
+        if source not in schema.names:
+            raise ctx.fail(f"partition source column {source!r} is not in the schema", spec_node, i)
+        fields.append(PartitionField(source, transform))
+    props = node.get("properties") or {}
+    props = ctx.mapping(props, "table.properties", node, "properties") if props else {}
+    return TableConfig(schema, PartitionSpec(tuple(fields)), fv, pairs(dict(props)))
+
+
+# -- files ------------------------------------------------------------------------------------
+
+def _check_value(ctx: _Ctx, typ: str, value: Any, node: Any, key: Any, what: str) -> Any:
+    if value is None:
+        return None
+    if typ in ("int", "long"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ctx.fail(f"{what}: {value!r} is not an integer", node, key)
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise ctx.fail(f"{what}: {value!r} is not a string", node, key)
+    return value
+
+
+def _rows(ctx: _Ctx, table: TableConfig, node: Any, parent: LineDict, key: str,
+          columns: tuple[str, ...] | None = None) -> tuple[tuple, ...]:
+    rows_node = ctx.seq(node, "rows", parent, key)
+    names = columns or table.schema.names
+    types = table.schema.types()
+    out = []
+    for i, row in enumerate(rows_node):
+        if not isinstance(row, list) or len(row) != len(names):
+            raise ctx.fail(f"row {row!r} must be a list of {len(names)} values "
+                           f"({', '.join(names)})", rows_node, i)
+        out.append(tuple(_check_value(ctx, types[n], v, rows_node, i, f"column {n}")
+                         for n, v in zip(names, row)))
+    return tuple(out)
+
+
+def _partition(ctx: _Ctx, table: TableConfig, node: LineDict, name: str) -> tuple | None:
+    if "partition" not in node:
+        return None
+    pnode = ctx.mapping(node["partition"], f"file {name}: partition", node, "partition")
+    types = table.schema.types()
+    values = {}
+    for col, value in pnode.items():
+        if col not in types:
+            raise ctx.fail(f"file {name}: partition column {col!r} is not in the schema", pnode, col)
+        values[col] = _check_value(ctx, types[col], value, pnode, col, f"file {name}")
+    for f in table.spec.fields:
+        if f.source not in values:
+            raise ctx.fail(f"file {name}: partition needs a value for {f.source!r}", node, "partition")
+    return table.partition_from_values(values)
+
+
+def parse_files(ctx: _Ctx, table: TableConfig, node: LineDict) -> dict[str, Any]:
+    files: dict[str, Any] = {}
+    deferred = []
+    for name, spec in node.items():
+        name = str(name)
+        spec = ctx.mapping(spec, f"file {name}", node, name)
+        ctx.keys(spec, FILE_KEYS, f"file {name}")
+        content = spec.get("content", DATA)
+        if content not in CONTENTS:
+            raise ctx.fail(f"file {name}: unknown content {content!r}; expected one of "
+                           f"{', '.join(CONTENTS)}", spec, "content")
+        if content == DATA:
+            files[name] = _data_file(ctx, table, name, spec)
+        else:
+            deferred.append((name, spec, content))
+    for name, spec, content in deferred:
+        files[name] = _delete_file(ctx, table, files, name, spec, content)
+    return files
+
+
+def _data_file(ctx: _Ctx, table: TableConfig, name: str, spec: LineDict) -> DataFile:
+    partition = _partition(ctx, table, spec, name)
+    if "rows" in spec:
+        rows = _rows(ctx, table, spec["rows"], spec, "rows")
+        try:
+            f = table.data_file(name, rows)
+        except ValueError as e:
+            raise ctx.fail(str(e), spec, "rows") from None
+        if partition is not None and rows and partition != f.partition:
+            raise ctx.fail(f"file {name}: rows are in partition {f.partition}, not {partition}",
+                           spec, "partition")
+        if not rows and partition is not None:
+            f = DataFile(name, partition, 0, (), (), (), ())
+        return f
+    if "record_count" not in spec:
+        raise ctx.fail(f"file {name}: a data file needs rows, or record_count (with bounds)", spec)
+    count = spec["record_count"]
+    if not isinstance(count, int) or count < 0:
+        raise ctx.fail(f"file {name}: record_count must be a non-negative integer", spec, "record_count")
+    if partition is None:
+        if not table.spec.is_unpartitioned:
+            raise ctx.fail(f"file {name}: a metadata-only file of a partitioned table needs "
+                           f"'partition'", spec)
+        partition = ()
+    types = table.schema.types()
+    lower, upper = {}, {}
+    bnode = spec.get("bounds") or {}
+    if bnode:
+        bnode = ctx.mapping(bnode, f"file {name}: bounds", spec, "bounds")
+    for col, pair in bnode.items():
+        if col not in types:
+            raise ctx.fail(f"file {name}: bounds column {col!r} is not in the schema", bnode, col)
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ctx.fail(f"file {name}: bounds of {col} must be [lower, upper]", bnode, col)
+        lo, hi = (_check_value(ctx, types[col], v, bnode, col, f"file {name}") for v in pair)
+        if lo is not None and hi is not None and lo > hi:
+            raise ctx.fail(f"file {name}: lower bound of {col} is above its upper bound", bnode, col)
+        lower[col], upper[col] = lo, hi
+    nulls = spec.get("null_counts") or {}
+    return DataFile(name, partition, count, pairs(lower), pairs(upper), pairs(dict(nulls)), None)
+
+
+def _delete_file(ctx: _Ctx, table: TableConfig, files: dict, name: str, spec: LineDict,
+                 content: str) -> DeleteFile:
+    if content == DV and table.format_version < 3:
+        raise ctx.fail(f"file {name}: deletion vectors need format_version 3", spec, "content")
+    if content == POSITION_DELETES and table.format_version >= 3:
+        raise ctx.fail(f"file {name}: format v3 tables use deletion vectors (content: dv), "
+                       f"not position delete files", spec, "content")
+    partition = _partition(ctx, table, spec, name)
+    if content == EQUALITY_DELETES:
+        ids = ctx.seq(spec.get("equality_ids"), f"file {name}: equality_ids", spec, "equality_ids")
+        cols = tuple(str(c) for c in ids)
+        for c in cols:
+            if c not in table.schema.names:
+                raise ctx.fail(f"file {name}: equality column {c!r} is not in the schema", spec,
+                               "equality_ids")
+        rows = _rows(ctx, table, spec.get("rows", LineList()), spec, "rows", cols)
+        if partition is None:
+            if not table.spec.is_unpartitioned:
+                raise ctx.fail(f"file {name}: an equality delete of a partitioned table needs "
+                               f"'partition'", spec)
+            partition = ()
+        return DeleteFile(name, content, partition, equality_columns=cols, equality_rows=rows)
+    dnode = ctx.seq(spec.get("deletes"), f"file {name}: deletes", spec, "deletes")
+    positions = []
+    for i, item in enumerate(dnode):
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], int):
+            raise ctx.fail(f"file {name}: each delete is [data_file, position]", dnode, i)
+        target, pos = str(item[0]), item[1]
+        data = files.get(target)
+        if not isinstance(data, DataFile):
+            raise ctx.fail(f"file {name}: {target!r} is not a data file of this scenario", dnode, i)
+        if data.rows is not None and not 0 <= pos < len(data.rows):
+            raise ctx.fail(f"file {name}: {target} has no row at position {pos}", dnode, i)
+        positions.append((target, pos))
+    if not positions:
+        raise ctx.fail(f"file {name}: deletes must not be empty", spec, "deletes")
+    targets = {files[t].partition for t, _ in positions}
+    if len(targets) > 1:
+        raise ctx.fail(f"file {name}: a delete file covers one partition", spec, "deletes")
+    if content == DV and len({t for t, _ in positions}) > 1:
+        raise ctx.fail(f"file {name}: a deletion vector references exactly one data file", spec,
+                       "deletes")
+    own = targets.pop()
+    if partition is not None and partition != own:
+        raise ctx.fail(f"file {name}: partition differs from its data files' partition", spec,
+                       "partition")
+    return DeleteFile(name, content, own, positions=tuple(positions))
+
+
+# -- steps ------------------------------------------------------------------------------------
+
+def _file_list(ctx: _Ctx, files: dict, node: LineDict, key: str, want_delete: bool) -> tuple:
+    items = node.get(key) or LineList()
+    items = ctx.seq(items, key, node, key)
+    out = []
+    for i, name in enumerate(items):
+        f = files.get(str(name))
+        if f is None:
+            raise ctx.fail(f"unknown file {name!r} in {key}", items, i)
+        if f.is_delete != want_delete:
+            kind = "a delete file" if f.is_delete else "a data file"
+            raise ctx.fail(f"{name} is {kind}; {key} takes "
+                           f"{'delete' if want_delete else 'data'} files", items, i)
+        out.append(f)
+    return tuple(out)
+
+
+def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) -> Operation:
+    kind = node.get("op")
+    kind = ops.KIND_ALIASES.get(kind, kind)
+    if kind not in ops.KINDS:
+        raise ctx.fail(f"unknown operation {node.get('op')!r}; expected one of "
+                       f"{', '.join(ops.KINDS)}", node, "op")
+    ctx.keys(node, OP_KEYS | {"begin"}, f"a {kind} operation")
+    for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter"):
+        if key in node and key not in OPS_ALLOWED_KEYS[kind]:
+            raise ctx.fail(f"{kind} does not take {key!r} (it takes "
+                           f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
+    add = _file_list(ctx, files, node, "add", False)
+    delete = _file_list(ctx, files, node, "delete", False)
+    add_deletes = _file_list(ctx, files, node, "add_deletes", True)
+    remove_deletes = _file_list(ctx, files, node, "remove_deletes", True)
+    row_filter = _filter(ctx, table, node, "row_filter") if "row_filter" in node else None
+    if kind == ops.REWRITE and not delete and not remove_deletes:
+        raise ctx.fail("rewrite: Files to delete cannot be empty", node, "op")
+    if kind == ops.REWRITE and delete:
+        added = sum(f.record_count for f in add)
+        replaced = sum(f.record_count for f in delete)
+        if added > replaced:
+            # BaseRewriteFiles: a compaction never adds rows (IllegalArgumentException in Java).
+            raise ctx.fail(f"rewrite: Invalid REPLACE operation: {added} added records > "
+                           f"{replaced} replaced records", node, "add")
+    if kind == ops.REPLACE_PARTITIONS and not add:
+        raise ctx.fail("replace_partitions needs at least one file to add", node, "op")
+    validations = parse_validations(ctx, table, files, node, kind, add_deletes)
+    return Operation(kind, add, delete, add_deletes, remove_deletes, row_filter, validations)
+
+
+def _filter(ctx: _Ctx, table: TableConfig, node: LineDict, key: str):
+    text = node[key]
+    if not isinstance(text, str):
+        raise ctx.fail(f"{key} must be a predicate string", node, key)
+    try:
+        expr = parse_filter(text)
+        check_columns(expr, table.schema.types())
+    except FilterSyntaxError as e:
+        raise ctx.fail(f"{key}: {e}", node, key) from None
+    return expr
+
+
+def parse_validations(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict, kind: str,
+                      add_deletes: tuple) -> Validations:
+    vnode = node.get("validate") or LineDict()
+    vnode = ctx.mapping(vnode, "validate", node, "validate")
+    ctx.keys(vnode, VALIDATE_KEYS, "validate")
+    flags = {}
+    for key in VALIDATE_KEYS - {"filter", "data_files_exist", "fail_missing_delete_paths"}:
+        if key in vnode:
+            if not isinstance(vnode[key], bool):
+                raise ctx.fail(f"validate.{key} must be true or false", vnode, key)
+            flags[key] = vnode[key]
+    if "fail_missing_delete_paths" in vnode:
+        if not isinstance(vnode["fail_missing_delete_paths"], bool):
+            raise ctx.fail("validate.fail_missing_delete_paths must be true or false", vnode,
+                           "fail_missing_delete_paths")
+        flags["fail_missing_delete_paths"] = vnode["fail_missing_delete_paths"]
+    if "filter" in vnode:
+        flags["filter"] = _filter(ctx, table, vnode, "filter")
+    if "data_files_exist" in vnode:
+        value = vnode["data_files_exist"]
+        if value is True:
+            refs = []
+            for d in add_deletes:
+                refs.extend(p for p in d.referenced_paths if p not in refs)
+            flags["data_files_exist"] = tuple(refs)
+        elif value is False:
+            pass
+        else:
+            items = ctx.seq(value, "validate.data_files_exist", vnode, "data_files_exist")
+            names = []
+            for i, n in enumerate(items):
+                if not isinstance(files.get(str(n)), DataFile):
+                    raise ctx.fail(f"unknown data file {n!r} in data_files_exist", items, i)
+                names.append(str(n))
+            flags["data_files_exist"] = tuple(names)
+    return Validations(**flags)
+
+
+def _step_expect(ctx: _Ctx, node: Any, parent: LineDict) -> StepExpect:
+    node = ctx.mapping(node, "expect", parent, "expect")
+    ctx.keys(node, EXPECT_KEYS, "a step's expect")
+    outcome = node.get("outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise ctx.fail(f"unknown outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}",
+                       node, "outcome")
+    message = node.get("message")
+    return StepExpect(outcome, None if message is None else str(message))
+
+
+def _writer_name(ctx: _Ctx, value: Any, node: LineDict, key: str) -> str:
+    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").isalnum():
+        raise ctx.fail(f"{key}: writer names are words like w1, got {value!r}", node, key)
+    if value.startswith("setup") or (value.startswith("c") and value[1:].isdigit()):
+        raise ctx.fail(f"{key}: writer name {value!r} is reserved", node, key)
+    return value
+
+
+def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
+                profile: str | None) -> list[Step]:
+    steps: list[Step] = []
+    anonymous = 0
+    begun: dict[str, bool] = {}
+    added: dict[str, int] = {}
+    for i, raw in enumerate(node):
+        s = ctx.mapping(raw, "a step", node, i)
+        line = s.line
+        expect = _step_expect(ctx, s["expect"], s) if "expect" in s else None
+        if "commit" in s and isinstance(s["commit"], LineDict):
+            ctx.keys(s, {"commit", "expect"}, "a commit step")
+            anonymous += 1
+            op = parse_operation(ctx, table, files, s["commit"])
+            inner = s["commit"].get("expect")
+            if inner is not None:
+                expect = _step_expect(ctx, inner, s["commit"])
+            _claim_files(ctx, op, added, s, line)
+            steps.append(Step("commit_now", line, f"c{anonymous}", operation=op, expect=expect))
+        elif "commit" in s:
+            ctx.keys(s, {"commit", "expect"}, "a commit step")
+            w = _writer_name(ctx, s["commit"], s, "commit")
+            if not begun.get(w):
+                raise ctx.fail(f"commit: writer {w} has not begun (add a 'begin: {w}' step first)",
+                               s, "commit")
+            begun[w] = False
+            steps.append(Step("commit", line, w, expect=expect))
+        elif "begin" in s:
+            w = _writer_name(ctx, s["begin"], s, "begin")
+            if begun.get(w):
+                raise ctx.fail(f"begin: writer {w} is still running its previous operation", s, "begin")
+            begun[w] = True
+            if "command" in s:
+                ctx.keys(s, {"begin", "command", "expect"}, "a begin step")
+                if profile is None:
+                    raise ctx.fail("a command step needs a top-level 'profile'", s, "command")
+                from icecheck.models.commands_spec import parse_command  # engine-level commands
+                command = parse_command(ctx, table, s["command"], s)
+                steps.append(Step("begin", line, w, command=command, expect=expect))
+            else:
+                op = parse_operation(ctx, table, files, s)
+                _claim_files(ctx, op, added, s, line)
+                steps.append(Step("begin", line, w, operation=op, expect=expect))
+        elif "fault" in s:
+            ctx.keys(s, {"fault", "expect"}, "a fault step")
+            f = ctx.mapping(s["fault"], "fault", s, "fault")
+            ctx.keys(f, {"writer", "kind"}, "fault")
+            w = _writer_name(ctx, f.get("writer"), f, "writer")
+            kind = f.get("kind")
+            if kind not in ("reply_lost", "not_applied"):
+                raise ctx.fail("fault.kind must be reply_lost or not_applied", f, "kind")
+            if not begun.get(w):
+                raise ctx.fail(f"fault: writer {w} has not begun", f, "writer")
+            begun[w] = False
+            steps.append(Step("fault", line, w, fault=kind, expect=expect))
+        elif "crash" in s:
+            ctx.keys(s, {"crash", "expect"}, "a crash step")
+            w = _writer_name(ctx, s["crash"], s, "crash")
+            if not begun.get(w):
+                raise ctx.fail(f"crash: writer {w} has not begun", s, "crash")
+            begun[w] = False
+            steps.append(Step("crash", line, w, expect=expect))
+        else:
+            phase = next((p for p in PHASE_STEPS if p in s), None)
+            if phase is None:
+                raise ctx.fail("a step is one of commit, begin, "
+                               f"{', '.join(PHASE_STEPS)}, fault, crash", node, i)
+            ctx.keys(s, {phase, "expect"}, f"a {phase} step")
+            w = _writer_name(ctx, s[phase], s, phase)
+            if not begun.get(w):
+                raise ctx.fail(f"{phase}: writer {w} has not begun", s, phase)
+            steps.append(Step("phase", line, w, phase=phase, expect=expect))
+    if not steps:
+        raise ctx.fail("a scenario needs at least one step", node)
+    return steps
+
+
+def _claim_files(ctx: _Ctx, op: Operation, added: dict, node: LineDict, line: int) -> None:
+    """Files are immutable and uniquely named: each can be added by one operation only."""
+    for f in op.add_data + op.add_deletes:
+        if f.path in added:
+            raise ctx.fail(f"file {f.path} is already added by the step at line {added[f.path]}; "
+                           f"files are immutable, name a new one", node)
+        added[f.path] = line
+
+
+def parse_final_expect(ctx: _Ctx, table: TableConfig, files: dict, node: Any,
+                       doc: LineDict) -> FinalExpect:
+    if node is None:
+        return FinalExpect()
+    node = ctx.mapping(node, "expect", doc, "expect")
+    ctx.keys(node, FINAL_EXPECT_KEYS, "expect")
+    step = _step_expect(ctx, LineDict({k: node[k] for k in EXPECT_KEYS if k in node}), node) \
+        if any(k in node for k in EXPECT_KEYS) else StepExpect()
+    out = {}
+    for key in ("live_data_files", "live_delete_files"):
+        if key in node:
+            items = ctx.seq(node[key], key, node, key)
+            out[key] = tuple(sorted(str(x) for x in items))
+    if "rows" in node:
+        out["rows"] = _rows(ctx, table, node["rows"], node, "rows")
+    return FinalExpect(step.outcome, step.message, **out)

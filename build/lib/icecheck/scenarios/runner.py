@@ -1,0 +1,193 @@
+"""Run a scenario on the model and judge it against its expectations.
+
+The runner does not interpret Iceberg itself: it turns the scenario into writer programs and a
+sequence of the model's own actions (``Model.step``), so a scenario is exactly a replayable run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from icecheck.models import system as sm
+from icecheck.models.reads import live_file_paths, read_rows
+from icecheck.models.system import Action, Model, ModelConfig, State, WriterProgram
+
+from .errors import InputError
+from .format import Scenario, Step, StepExpect
+
+
+@dataclass
+class StepVerdict:
+    line: int
+    writer: str
+    outcome: str
+    message: str | None
+    check: str | None
+    attempts: int = 1
+    snapshot_id: int | None = None
+    sequence_number: int | None = None
+
+    def as_json(self) -> dict:
+        return {"line": self.line, "writer": self.writer, "outcome": self.outcome,
+                "message": self.message, "check": self.check, "attempts": self.attempts,
+                "snapshot_id": self.snapshot_id, "sequence_number": self.sequence_number}
+
+
+@dataclass
+class Verdict:
+    """What a run of a scenario produced, in the shape every driver (model or real) returns."""
+
+    id: str
+    path: str
+    outcome: str | None
+    message: str | None
+    live_data_files: list[str]
+    live_delete_files: list[str]
+    rows: list[list] | None
+    steps: list[StepVerdict]
+    failures: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def as_json(self) -> dict:
+        return {
+            "id": self.id, "file": self.path, "outcome": self.outcome, "message": self.message,
+            "live_data_files": self.live_data_files, "live_delete_files": self.live_delete_files,
+            "rows": self.rows, "steps": [s.as_json() for s in self.steps],
+            "actions": self.actions, "passed": self.passed, "failures": self.failures,
+        }
+
+
+def model_config(scenario: Scenario, planner=None) -> ModelConfig:
+    """Writer programs in the order the scenario begins their operations."""
+    programs: dict[str, list] = {}
+    for step in scenario.steps:
+        if step.kind in ("commit_now", "begin"):
+            intent = step.operation if step.operation is not None else step.command
+            programs.setdefault(step.writer, []).append((intent,))
+    writers = tuple(WriterProgram(name, tuple(entries)) for name, entries in programs.items())
+    if planner is None and any(s.command is not None for s in scenario.steps):
+        from icecheck.models.commands import make_planner
+        planner = make_planner(scenario.profile)
+    return ModelConfig(scenario.table, writers, scenario.catalog, faults=scenario.uses_faults,
+                       crashes=scenario.uses_crashes, planner=planner)
+
+
+class _Run:
+    def __init__(self, scenario: Scenario, config: ModelConfig | None = None):
+        self.scenario = scenario
+        self.model = Model(config or model_config(scenario))
+        self.state: State = self.model.initial()
+        self.actions: list[Action] = []
+        self.verdicts: list[StepVerdict] = []
+        self.failures: list[str] = []
+
+    def do(self, action: Action, step: Step) -> None:
+        try:
+            self.state = self.model.step(self.state, action)
+        except sm.StepError as e:
+            raise InputError(f"step cannot run: {e}", self.scenario.path, step.line) from None
+        self.actions.append(action)
+
+    def advance(self, step: Step, *, until_done: bool, stop_before: str | None = None) -> None:
+        """Run ``step.writer`` through its phases (retrying lost races) until its op ends."""
+        name = step.writer
+        start = len(self.state.writer(name).history)
+        while len(self.state.writer(name).history) == start:
+            w = self.state.writer(name)
+            if not w.active:
+                raise InputError(f"writer {name} is {w.phase}, not running", self.scenario.path,
+                                 step.line)
+            kind = sm.NEXT_PHASE_ACTION[w.phase]
+            if kind == stop_before:
+                return
+            self.do(Action(name, kind), step)
+            if not until_done:
+                return
+
+    def finished(self, step: Step, start: int) -> None:
+        w = self.state.writer(step.writer)
+        if len(w.history) > start:
+            rec = w.history[-1]
+            v = StepVerdict(step.line, step.writer, rec.outcome, rec.message, rec.check, rec.attempts,
+                            rec.snapshot_id, rec.sequence_number)
+            self.verdicts.append(v)
+            self.judge(step.expect, v, f"line {step.line} ({step.writer})")
+        elif step.expect is not None and step.expect.outcome is not None:
+            self.failures.append(f"line {step.line} ({step.writer}): expected outcome "
+                                 f"{step.expect.outcome}, but the operation has not finished")
+
+    def judge(self, expect: StepExpect | None, v: StepVerdict, where: str) -> None:
+        if expect is None:
+            return
+        if expect.outcome is not None and v.outcome != expect.outcome:
+            self.failures.append(f"{where}: expected {expect.outcome}, got {v.outcome}"
+                                 + (f" ({v.message})" if v.message else ""))
+        if expect.message is not None and not (v.message or "").startswith(expect.message):
+            self.failures.append(f"{where}: expected a message starting {expect.message!r}, "
+                                 f"got {v.message!r}")
+
+    def run_step(self, step: Step) -> None:
+        start = len(self.state.writer(step.writer).history)
+        if step.kind == "commit_now":
+            self.do(Action(step.writer, sm.BEGIN), step)
+            self.advance(step, until_done=True)
+        elif step.kind == "begin":
+            self.do(Action(step.writer, sm.BEGIN), step)
+        elif step.kind == "commit":
+            self.advance(step, until_done=True)
+        elif step.kind == "phase":
+            w = self.state.writer(step.writer)
+            expected = sm.NEXT_PHASE_ACTION.get(w.phase)
+            if expected != step.phase:
+                now = f"its next phase is {expected}" if expected else f"it is {w.phase}"
+                raise InputError(f"{step.phase}: writer {step.writer} cannot {step.phase} now; "
+                                 f"{now}", self.scenario.path, step.line)
+            self.do(Action(step.writer, step.phase), step)
+        elif step.kind == "fault":
+            self.advance(step, until_done=True, stop_before=sm.CAS)
+            if len(self.state.writer(step.writer).history) == start:
+                kind = sm.CAS_REPLY_LOST if step.fault == "reply_lost" else sm.CAS_NOT_APPLIED
+                self.do(Action(step.writer, kind), step)
+        elif step.kind == "crash":
+            self.do(Action(step.writer, sm.CRASH), step)
+        self.finished(step, start)
+
+
+def run_scenario(scenario: Scenario, config: ModelConfig | None = None) -> Verdict:
+    return execute_scenario(scenario, config)[0]
+
+
+def execute_scenario(scenario: Scenario, config: ModelConfig | None = None) -> tuple[Verdict, State]:
+    """Run ``scenario``; return its verdict and the model's final state (for tests and tools)."""
+    run = _Run(scenario, config)
+    for step in scenario.steps:
+        run.run_step(step)
+    state = run.state
+    snap = state.metadata.current
+    data, deletes = live_file_paths(state.store, snap)
+    has_rows = all(f.rows is not None for f in scenario.files.values() if not f.is_delete)
+    rows = sorted([list(r.values) for r in read_rows(state.store, snap, scenario.table.schema.names)],
+                  key=repr) if has_rows else None
+    last = run.verdicts[-1] if run.verdicts else None
+    verdict = Verdict(scenario.id, scenario.path, last.outcome if last else None,
+                      last.message if last else None, data, deletes, rows, run.verdicts,
+                      run.failures, [str(a) for a in run.actions])
+    exp = scenario.expect
+    if last is not None:
+        run.judge(StepExpect(exp.outcome, exp.message), last, "final outcome")
+    elif exp.outcome is not None:
+        verdict.failures.append("expected a final outcome, but no operation finished")
+    if exp.live_data_files is not None and tuple(data) != exp.live_data_files:
+        verdict.failures.append(f"live data files: expected {list(exp.live_data_files)}, got {data}")
+    if exp.live_delete_files is not None and tuple(deletes) != exp.live_delete_files:
+        verdict.failures.append(f"live delete files: expected {list(exp.live_delete_files)}, "
+                                f"got {deletes}")
+    if exp.rows is not None:
+        want = sorted([list(r) for r in exp.rows], key=repr)
+        if rows != want:
+            verdict.failures.append(f"rows: expected {want}, got {rows}")
+    return verdict, state

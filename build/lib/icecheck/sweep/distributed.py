@@ -1,0 +1,261 @@
+"""Running the cells as Spark tasks, persisting each finished cell, and gathering the results.
+
+The same code path for ``local[N]`` and a cluster URL: the driver sends each cell (JSON) to a
+task (``sweep.runner.run_cell_json``), results come back through Spark (``collect`` of each
+batch job), and the driver writes one small JSON file per finished cell
+(``<out>/cells/<cell id>.json``). A re-run skips cells whose file exists (``--resume``, the
+default), so an interrupted sweep resumes where it stopped. At the end all results of the space
+are gathered as a Spark DataFrame and written as Parquet (``<out>/results.parquet``).
+
+Batches of cells run as concurrent Spark jobs (one cell per partition), so a cluster's cores
+are kept busy and the driver persists cells as each batch finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Callable
+
+from icecheck.traces.format import write_atomic
+
+CELLS_DIR = "cells"
+PARQUET = "results.parquet"
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def code_zip(dest_dir: str) -> str:
+    """A zip of the ``icecheck`` package tree (models/, engines/, ... mapped under
+    ``icecheck/``), for ``SparkContext.addPyFile`` on a cluster whose workers do not have
+    icecheck installed. Their Python still needs icecheck's dependencies (pyproject.toml)."""
+    import icecheck
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(icecheck.__file__)))
+    mapping = {"icecheck": "icecheck", "models": "icecheck/models",
+               "scenarios": "icecheck/scenarios", "cli": "icecheck/cli",
+               "conformance": "icecheck/conformance", "engines": "icecheck/engines",
+               "properties": "icecheck/properties", "traces": "icecheck/traces",
+               "explorer": "icecheck/explorer", "sweep": "icecheck/sweep"}
+    path = os.path.join(dest_dir, "icecheck-code.zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for src, arc in mapping.items():
+            top = os.path.join(root, src)
+            for dirpath, dirnames, files in os.walk(top):
+                dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+                rel = os.path.relpath(dirpath, top)
+                if src == "icecheck" and rel != ".":
+                    continue
+                for f in files:
+                    if f.endswith((".py", ".yaml", ".json", ".html", ".css", ".js")):
+                        z.write(os.path.join(dirpath, f),
+                                os.path.normpath(os.path.join(arc, rel, f)))
+    return path
+
+
+def spark_session(master: str, *, ship_code: bool | None = None, app: str = "icecheck-sweep",
+                  conf: dict | None = None):
+    """A SparkSession for the sweep: no UI, small memory, Python workers that import icecheck.
+
+    Python workers run ``PYSPARK_PYTHON`` (default here: this interpreter, i.e. the venv that
+    has icecheck installed). On a cluster set PYSPARK_PYTHON to a Python with icecheck's
+    dependencies on every worker; ``ship_code`` (default: on for non-local masters) ships the
+    icecheck code itself with ``addPyFile``.
+    """
+    if is_local(master):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master(master).appName(app)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.memory", "1g")
+         .config("spark.executor.memory", "1g")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.python.worker.reuse", "true")
+         .config("spark.task.maxFailures", "2")
+         .config("spark.scheduler.mode", "FAIR"))
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if ship_code is None:
+        ship_code = not is_local(master)
+    if ship_code:
+        tmp = tempfile.mkdtemp(prefix="icecheck-code-")
+        spark.sparkContext.addPyFile(code_zip(tmp))
+    return spark
+
+
+@dataclass
+class SweepRun:
+    out: str
+    total: int
+    skipped: int = 0                 # finished in an earlier run (resume)
+    ran: int = 0
+    seconds: float = 0.0
+    parallelism: int = 0
+    master: str = ""
+    interrupted: bool = False
+    results: list[dict] = field(default_factory=list)
+
+
+def cell_path(out: str, cid: str) -> str:
+    return os.path.join(out, CELLS_DIR, f"{cid}.json")
+
+
+def load_finished(out: str, cells: list[dict]) -> dict[str, dict]:
+    done = {}
+    for c in cells:
+        p = cell_path(out, c["id"])
+        if os.path.exists(p):
+            try:
+                with open(p, encoding="utf-8") as f:
+                    done[c["id"]] = json.load(f)
+            except (OSError, ValueError):
+                pass  # a damaged file: run the cell again
+    return done
+
+
+def reset(out: str) -> None:
+    """``--fresh``: forget finished cells, traces and reports of an earlier run."""
+    for sub in (CELLS_DIR, "traces", PARQUET):
+        p = os.path.join(out, sub)
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.exists(p):
+            os.unlink(p)
+
+
+def _batches(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def run_cells(spark, cells: list[dict], out: str, *, resume: bool = True,
+              on_progress: Callable[[int, int], None] | None = None,
+              batch_size: int | None = None, concurrent_jobs: int = 2) -> SweepRun:
+    """Run the cells not finished yet as Spark tasks; persist each result as it comes back."""
+    from icecheck.sweep.runner import run_cell_json
+
+    sc = spark.sparkContext
+    os.makedirs(os.path.join(out, CELLS_DIR), exist_ok=True)
+    done = load_finished(out, cells) if resume else {}
+    todo = [c for c in cells if c["id"] not in done]
+    par = max(1, sc.defaultParallelism)
+    run = SweepRun(out, len(cells), skipped=len(done), parallelism=par, master=sc.master)
+    size = batch_size or max(1, min(2 * par, -(-len(todo) // max(1, 2 * concurrent_jobs)) or 1))
+    batches = _batches(todo, size)
+    finished = dict(done)
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def job(batch: list[dict]) -> list[dict]:
+        rdd = sc.parallelize([json.dumps(c) for c in batch], len(batch))
+        results = [json.loads(r) for r in rdd.map(run_cell_json).collect()]
+        for r in results:   # persist at once: an interruption keeps finished batches
+            write_atomic(cell_path(out, r["id"]), json.dumps(r))
+            with lock:
+                finished[r["id"]] = r
+        return results
+
+    def running_done() -> int:
+        """Tasks finished in jobs still running (their cells are not persisted yet)."""
+        n = 0
+        try:
+            st = sc.statusTracker()
+            for sid in st.getActiveStageIds():
+                info = st.getStageInfo(sid)
+                if info:
+                    n += info.numCompletedTasks
+        except Exception:
+            pass
+        return n
+
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrent_jobs))
+    pending = set()
+    queue = list(batches)
+    try:
+        while queue or pending:
+            while queue and len(pending) < concurrent_jobs:
+                pending.add(pool.submit(job, queue.pop(0)))
+            complete, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for fut in complete:
+                fut.result()          # re-raise a Spark failure
+            if on_progress:
+                with lock:
+                    n = len(finished)
+                on_progress(min(len(cells), n + running_done()), len(cells))
+    except KeyboardInterrupt:
+        run.interrupted = True
+        sc.cancelAllJobs()
+        for fut in pending:
+            fut.cancel()
+    finally:
+        pool.shutdown(wait=not run.interrupted, cancel_futures=True)
+    if on_progress:
+        on_progress(len(finished), len(cells))
+    run.ran = len(finished) - len(done)
+    run.seconds = time.monotonic() - start
+    run.results = [finished[c["id"]] for c in cells if c["id"] in finished]
+    return run
+
+
+# -- gathering ------------------------------------------------------------------------------
+def result_row(r: dict) -> dict:
+    """A flat row (no traces) of a cell result, for the DataFrame / Parquet."""
+    c = r["cell"]
+    return {
+        "cell_id": r["id"], "profile": c["profile"], "engine": c["engine"], "mode": c["mode"],
+        "isolation": c["isolation"], "catalog": c["catalog"],
+        "format_version": int(c["format_version"]), "commands": c["combo"],
+        "writers": int(c["writers"]), "ops_per_writer": int(c["bounds"].get("ops", 1)),
+        "status": r["status"],
+        "properties": ",".join(f["property"] for f in r["findings"]),
+        "violations": ",".join(f["property"] for f in r["findings"] if f["status"] == "violation"),
+        "known_findings": ",".join(f["property"] for f in r["findings"]
+                                   if f["status"] == "known_finding"),
+        "expected": ",".join(f["property"] for f in r["findings"] if f["status"] == "expected"),
+        "findings_json": json.dumps([{k: v for k, v in f.items() if k != "trace"}
+                                     for f in r["findings"]]),
+        "engine_used": r["engine_used"], "complete": bool(r["complete"]),
+        "stopped": r.get("stopped") or "", "states": int(r["states"]),
+        "transitions": int(r["transitions"]), "max_depth": int(r["max_depth"]),
+        "seconds": float(r["seconds"]), "host": r.get("host", ""), "error": r.get("error") or "",
+    }
+
+
+def write_parquet(spark, results: list[dict], out: str) -> str:
+    """Gather the results as a DataFrame and write it as Parquet (one file)."""
+    from pyspark.sql import Row
+    from pyspark.sql.types import (BooleanType, DoubleType, IntegerType, LongType, StringType,
+                                   StructField, StructType)
+
+    types = {"format_version": IntegerType(), "writers": IntegerType(),
+             "ops_per_writer": IntegerType(), "complete": BooleanType(), "states": LongType(),
+             "transitions": LongType(), "max_depth": IntegerType(), "seconds": DoubleType()}
+    rows = [result_row(r) for r in results]
+    cols = list(result_row_template().keys())
+    schema = StructType([StructField(c, types.get(c, StringType()), True) for c in cols])
+    df = spark.createDataFrame([Row(**{c: row[c] for c in cols}) for row in rows], schema)
+    path = os.path.join(out, PARQUET)
+    df.coalesce(1).write.mode("overwrite").parquet(path)
+    return path
+
+
+def result_row_template() -> dict:
+    return result_row({"id": "", "cell": {"profile": "", "engine": "", "mode": "",
+                                          "isolation": "", "catalog": "", "format_version": 0,
+                                          "combo": "", "writers": 0, "bounds": {}},
+                       "status": "", "findings": [], "engine_used": "", "complete": False,
+                       "states": 0, "transitions": 0, "max_depth": 0, "seconds": 0.0})

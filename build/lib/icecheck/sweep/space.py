@@ -1,0 +1,279 @@
+"""The sweep's configuration space (``space.yaml``): loading, narrowing by filters, and the cells.
+
+A cell is plain JSON data (so it travels to a Spark task as is): the profile and what it
+encodes (engine, table mode, isolation level), catalog, format version, the commands (one per
+writer, templates already filled in), the initial rows and the bounds. Its id is a stable hash
+of exactly what determines its result, so a re-run with the same space skips finished cells.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from icecheck.models import catalog as cat
+from icecheck.scenarios.errors import InputError
+
+SPACE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "space.yaml")
+SCALING_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scaling.yaml")
+MODES = {"cow": "copy-on-write", "mor": "merge-on-read",
+         "copy-on-write": "copy-on-write", "merge-on-read": "merge-on-read"}
+# Bump when the meaning of a cell's result changes (the per-cell cache is keyed by it).
+CELL_SCHEMA = 1
+DEFAULT_BOUNDS = {"ops": 1, "retries": 1, "max_depth": None, "max_files": None, "max_states": 200000,
+                  "time_budget": 60}
+DEFAULT_HYPOTHESIS = {"max_examples": 300, "seed": 0, "time_budget": 60}
+
+
+@dataclass
+class Space:
+    profiles: list[str]
+    catalogs: list[str]
+    format_versions: list[int]
+    commands: dict[str, dict]
+    combos: list[list[str]]
+    initial_rows: list[list]
+    bounds: dict = field(default_factory=lambda: dict(DEFAULT_BOUNDS))
+    hypothesis: dict = field(default_factory=lambda: dict(DEFAULT_HYPOTHESIS))
+    path: str = SPACE_PATH
+
+
+def load_space(path: str | None = None) -> Space:
+    path = path or SPACE_PATH
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise InputError(f"cannot read the sweep space: {e.strerror or e}", path) from None
+    except yaml.YAMLError as e:
+        raise InputError(f"malformed YAML: {e}", path) from None
+    if not isinstance(doc, dict):
+        raise InputError("expected a mapping (profiles, catalogs, format_versions, commands, "
+                         "combos, bounds)", path)
+    unknown = set(doc) - {"profiles", "catalogs", "format_versions", "commands", "combos",
+                          "initial_rows", "bounds", "hypothesis"}
+    if unknown:
+        raise InputError(f"unknown key(s) {sorted(unknown)}", path)
+    try:
+        space = Space(
+            profiles=[str(p) for p in doc["profiles"]],
+            catalogs=[str(c) for c in doc.get("catalogs", [cat.CAS])],
+            format_versions=[int(v) for v in doc.get("format_versions", [2])],
+            commands={str(k): dict(v) for k, v in doc["commands"].items()},
+            combos=[[str(c) for c in combo] for combo in doc["combos"]],
+            initial_rows=[list(r) for r in doc.get("initial_rows", [[1, "v0"]])],
+            bounds={**DEFAULT_BOUNDS, **(doc.get("bounds") or {})},
+            hypothesis={**DEFAULT_HYPOTHESIS, **(doc.get("hypothesis") or {})},
+            path=path)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise InputError(f"malformed sweep space: {type(e).__name__}: {e}", path) from None
+    _validate(space)
+    return space
+
+
+def _string_keys(value: Any, path: str, where: str) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InputError(f"{where}: key {k!r} is not a string (YAML reads a bare `on` as "
+                                 f"true: quote it, \"on\")", path)
+            _string_keys(v, path, where)
+    elif isinstance(value, list):
+        for v in value:
+            _string_keys(v, path, where)
+
+
+def _validate(space: Space) -> None:
+    from icecheck.models.profiles import load_profiles
+    known = load_profiles()
+    for p in space.profiles:
+        if p not in known:
+            raise InputError(f"unknown profile {p!r}; known: {', '.join(sorted(known))}", space.path)
+    for c in space.catalogs:
+        if c not in cat.KINDS:
+            raise InputError(f"unknown catalog {c!r}; expected one of {', '.join(cat.KINDS)}",
+                             space.path)
+    for v in space.format_versions:
+        if v not in (1, 2, 3):
+            raise InputError(f"unknown format version {v}", space.path)
+    for name, command in space.commands.items():
+        _string_keys(command, space.path, f"command {name}")
+    for combo in space.combos:
+        if not 1 <= len(combo) <= 3:
+            raise InputError(f"a combination has 1 to 3 commands (one per writer): {combo}",
+                             space.path)
+        for name in combo:
+            if name not in space.commands:
+                raise InputError(f"combination {combo} names an unknown command {name!r}; "
+                                 f"defined: {', '.join(space.commands)}", space.path)
+    unknown = set(space.bounds) - set(DEFAULT_BOUNDS)
+    if unknown:
+        raise InputError(f"unknown bound(s) {sorted(unknown)}", space.path)
+
+
+# -- filters ----------------------------------------------------------------------------------
+@dataclass
+class Filters:
+    profiles: tuple[str, ...] = ()       # names or shell globs
+    catalogs: tuple[str, ...] = ()
+    formats: tuple[int, ...] = ()
+    commands: tuple[str, ...] = ()       # combos as "DELETE+UPDATE"; "DELETE" = any combo with it
+    modes: tuple[str, ...] = ()          # copy-on-write | merge-on-read (cow | mor)
+    isolations: tuple[str, ...] = ()     # serializable | snapshot | none
+    engines: tuple[str, ...] = ()        # spark-3.5 | pyiceberg-0.12 | none
+
+
+def split_list(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``("a,b", "c")`` -> ``("a", "b", "c")`` (options may be repeated or comma-separated)."""
+    return tuple(x.strip() for v in values for x in str(v).split(",") if x.strip())
+
+
+def profile_facts(name: str) -> dict:
+    """What a profile encodes: its engine, table mode (of DELETE/UPDATE/MERGE) and isolation."""
+    from icecheck.models.profiles import get_profile
+    p = get_profile(name)
+    modes = sorted({r.mode for k, r in p.commands.items() if k in ("DELETE", "UPDATE", "MERGE")
+                    and r.mode})
+    return {"engine": p.engine, "isolation": p.isolation,
+            "mode": "/".join(modes) if modes else "n/a", "supports": sorted(p.commands)}
+
+
+# -- cells ------------------------------------------------------------------------------------
+_PLACEHOLDER = re.compile(r"\{(w|n|tag|new_key)\}")
+
+
+def fill(template: Any, w: int, n: int = 1) -> Any:
+    values = {"w": w, "n": n, "tag": f"w{w}.{n}", "new_key": 100 * w + n}
+    if isinstance(template, dict):
+        return {k: fill(v, w, n) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, w, n) for v in template]
+    if isinstance(template, str):
+        m = _PLACEHOLDER.fullmatch(template)
+        if m and isinstance(values[m.group(1)], int):
+            return values[m.group(1)]
+        return _PLACEHOLDER.sub(lambda mm: str(values[mm.group(1)]), template)
+    return template
+
+
+def combo_label(combo: list[str]) -> str:
+    return "+".join(combo)
+
+
+@functools.lru_cache(maxsize=1)
+def model_fingerprint() -> str:
+    """A hash of everything that decides a cell's verdict besides the cell itself: the model,
+    its profiles, the properties and their expectation table, and the engines. A resumed sweep
+    re-runs every cell once any of them changes."""
+    import icecheck.engines as engines
+    import icecheck.models as models
+    import icecheck.properties as properties
+
+    h = hashlib.sha256()
+    for pkg in (models, properties, engines):
+        root = os.path.dirname(pkg.__file__)
+        for dirpath, dirnames, filenames in sorted(os.walk(root)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith((".py", ".yaml")):
+                    path = os.path.join(dirpath, name)
+                    h.update(os.path.relpath(path, root).encode())
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def cell_id(cell: dict) -> str:
+    key = {k: cell[k] for k in ("profile", "catalog", "format_version", "commands",
+                                "initial_rows", "bounds", "hypothesis")}
+    key["schema"] = CELL_SCHEMA
+    key["model"] = model_fingerprint()
+    blob = json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _combo_matches(combo: list[str], wanted: tuple[str, ...]) -> bool:
+    if not wanted:
+        return True
+    for w in wanted:
+        parts = [p.strip().upper() for p in w.split("+")]
+        if len(parts) == 1 and parts[0] in [c.upper() for c in combo]:
+            return True
+        if sorted(parts) == sorted(c.upper() for c in combo):
+            return True
+    return False
+
+
+def cells(space: Space, filters: Filters | None = None) -> tuple[list[dict], list[dict]]:
+    """The cells of ``space`` that pass ``filters``: (applicable cells, not-applicable cells)."""
+    f = filters or Filters()
+    modes = {MODES.get(m.lower(), m.lower()) for m in f.modes}
+    out, skipped = [], []
+    for profile in space.profiles:
+        if f.profiles and not any(fnmatch.fnmatchcase(profile, p) for p in f.profiles):
+            continue
+        facts = profile_facts(profile)
+        if modes and not (modes & set(facts["mode"].split("/"))):
+            continue
+        if f.isolations and facts["isolation"] not in f.isolations:
+            continue
+        if f.engines and facts["engine"] not in f.engines:
+            continue
+        for catalog in space.catalogs:
+            if f.catalogs and catalog not in f.catalogs:
+                continue
+            for fv in space.format_versions:
+                if f.formats and fv not in f.formats:
+                    continue
+                for combo in space.combos:
+                    if not _combo_matches(combo, f.commands):
+                        continue
+                    ops = int(space.bounds.get("ops", 1))
+                    # commands[w-1][n-1]: writer w's n-th operation
+                    cmds = [[fill(space.commands[name], w, n) for n in range(1, ops + 1)]
+                            for w, name in enumerate(combo, 1)]
+                    cell = {"profile": profile, "engine": facts["engine"], "mode": facts["mode"],
+                            "isolation": facts["isolation"], "catalog": catalog,
+                            "format_version": fv, "combo": combo_label(combo),
+                            "command_names": list(combo), "commands": cmds,
+                            "writers": len(combo), "initial_rows": space.initial_rows,
+                            "bounds": dict(space.bounds), "hypothesis": dict(space.hypothesis)}
+                    cell["id"] = cell_id(cell)
+                    kinds = {c.get("sql", "").upper() for prog in cmds for c in prog}
+                    missing = sorted(kinds - set(facts["supports"]))
+                    if missing:
+                        cell["not_applicable"] = f"{profile} has no rule for {', '.join(missing)}"
+                        skipped.append(cell)
+                    else:
+                        out.append(cell)
+    return out, skipped
+
+
+def explore_config(cell: dict):
+    """The ``ExploreConfig`` of a cell (one writer per command, ``ops`` operations each)."""
+    from icecheck.engines.config import ExploreConfig, _freeze
+    from icecheck.engines.explicit import with_retries
+
+    writers = tuple(tuple((_freeze(c),) for c in prog) for prog in cell["commands"])
+    cfg = ExploreConfig(profile=cell["profile"], format_version=int(cell["format_version"]),
+                        catalog=cell["catalog"],
+                        initial_rows=tuple(tuple(r) for r in cell["initial_rows"]),
+                        writers=writers,
+                        name=f"{cell['profile']} {cell['combo']} {cell['catalog']} "
+                             f"v{cell['format_version']}")
+    return with_retries(cfg, cell["bounds"].get("retries"))
+
+
+def space_summary(space: Space) -> dict:
+    return {"path": space.path, "profiles": space.profiles, "catalogs": space.catalogs,
+            "format_versions": space.format_versions,
+            "combos": [combo_label(c) for c in space.combos], "bounds": space.bounds,
+            "hypothesis": space.hypothesis}

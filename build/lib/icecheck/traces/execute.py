@@ -1,0 +1,193 @@
+"""Running an action list on the model, judging the result, and building a trace document.
+
+Everything here drives the one model (``models.system.Model``): traces are never interpreted
+by a second implementation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from icecheck.engines.config import ExploreConfig, build_model_config
+from icecheck.models.reads import read_rows
+from icecheck.models.system import Action, Model, State, StepError, digest
+
+from . import format as fmt
+
+
+def model_for(cfg: ExploreConfig, path: str = "<config>") -> Model:
+    return Model(build_model_config(cfg, path))
+
+
+@dataclass
+class Run:
+    """An executed action list: ``states[i]`` is the state before ``actions[i]``."""
+
+    model: Model
+    actions: list[Action]
+    states: list[State]
+    stopped: int | None = None        # index of the first action that was not enabled
+    stop_reason: str | None = None
+
+    @property
+    def final(self) -> State:
+        return self.states[-1]
+
+
+def parse_actions(actions: Iterable[Any]) -> list[Action]:
+    return [a if isinstance(a, Action) else Action.parse(a) for a in actions]
+
+
+def run_actions(model: Model, actions: Iterable[Any]) -> Run:
+    """Run ``actions`` from the initial state; stop at the first one that is not enabled."""
+    acts = parse_actions(actions)
+    state = model.initial()
+    run = Run(model, [], [state])
+    for i, a in enumerate(acts):
+        try:
+            state = model.step(state, a)
+        except StepError as e:
+            run.stopped, run.stop_reason = i, str(e)
+            break
+        run.actions.append(a)
+        run.states.append(state)
+    return run
+
+
+# -- judging ----------------------------------------------------------------------------------
+def evaluate(model: Model, state: State, key: str = "id") -> list:
+    from icecheck.properties import evaluate as _evaluate
+    return list(_evaluate(model, state, key=key))
+
+
+def reached(model: Model, state: State, key: str = "id") -> set[str]:
+    from icecheck.properties import reached as _reached
+    return set(_reached(model, state, key=key))
+
+
+def split(cfg: ExploreConfig, violations: list) -> tuple[list, list]:
+    """(unexpected violations, [(violation, expectation)]) for this configuration."""
+    from icecheck.properties import split_expected
+    unexpected, expected = split_expected(cfg.profile, cfg.catalog, cfg.format_version,
+                                          violations)
+    return list(unexpected), list(expected)
+
+
+def violated(model: Model, state: State, key: str = "id") -> set[str]:
+    return {v.property for v in evaluate(model, state, key)}
+
+
+def outcomes(state: State) -> dict[str, list[str]]:
+    """Every writer's finished operations' outcomes, in program order."""
+    return {w.name: [h.outcome for h in w.history] for w in state.writers}
+
+
+def rows_of(model: Model, state: State) -> list[list]:
+    meta = state.metadata
+    rows = read_rows(state.store, meta.current, model.table.schema.names)
+    return sorted((list(r.values) for r in rows), key=repr)
+
+
+def itf_state(model: Model, state: State, index: int, action: Action | None) -> dict:
+    """One ITF state: ``#meta`` plus our fields (no nulls: ITF has none)."""
+    meta = state.metadata
+    return {
+        "#meta": {"index": index},
+        "action": str(action) if action is not None else "init",
+        "digest": digest(state),
+        "pointer": state.catalog.pointer,
+        "snapshot": meta.current_snapshot_id if meta.current_snapshot_id is not None else 0,
+        "seq": meta.last_sequence_number,
+        "rows": rows_of(model, state),
+        "phases": {w.name: w.phase for w in state.writers},
+    }
+
+
+@dataclass
+class Judgement:
+    violations: list
+    unexpected: list
+    expected: list                     # [(violation, expectation)]
+    names: set[str] = field(default_factory=set)
+    known: list = field(default_factory=list)   # [(violation, expectation)]: known findings
+
+    def expectation_of(self, prop: str):
+        for v, e in self.expected + self.known:
+            if v.property == prop:
+                return e
+        return None
+
+    def known_finding(self, prop: str) -> bool:
+        """Is every unexpected violation of ``prop`` a recorded known finding?"""
+        mine = [v for v in self.unexpected if v.property == prop]
+        known = {id(v) for v, _ in self.known}
+        return bool(mine) and all(id(v) in known for v in mine)
+
+
+def judge(cfg: ExploreConfig, model: Model, state: State) -> Judgement:
+    from icecheck.properties.expectations import KNOWN_FINDING, expectation
+    violations = evaluate(model, state, cfg.key)
+    unexpected, expected = split(cfg, violations)
+    known = []
+    for v in unexpected:
+        e = expectation(cfg.profile, cfg.catalog, cfg.format_version, v)
+        if e.status == KNOWN_FINDING:
+            known.append((v, e))
+    return Judgement(violations, unexpected, expected, {v.property for v in violations}, known)
+
+
+def build_trace(cfg: ExploreConfig, actions: Iterable[Any], *, property: str | None,
+                trace_id: str = "", title: str = "", found_by: dict | None = None) -> dict:
+    """Run ``actions`` on ``cfg``'s model and build the trace document.
+
+    ``property`` is the property the trace shows violated (it must be violated in the final
+    state), or None for a rejected trace (then no violation may be unexpected... nor the
+    interleaving's anomaly present: the caller chooses the interleaving).
+    """
+    from .explain import explain
+
+    model = model_for(cfg)
+    run = run_actions(model, actions)
+    j = judge(cfg, model, run.final)
+    if property is None:
+        kind = fmt.KIND_REJECTED
+    elif property not in j.names:
+        raise ValueError(f"the actions do not violate {property!r} "
+                         f"(violated: {sorted(j.names) or 'nothing'})")
+    elif any(v.property == property for v in j.unexpected):
+        kind = fmt.KIND_VIOLATION
+    else:
+        kind = fmt.KIND_ALLOWED
+    expectation = j.expectation_of(property) if property else None
+    doc: dict = {
+        "format": fmt.FORMAT,
+        "version": fmt.VERSION,
+        "#meta": {
+            "format": "ITF",
+            "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
+            "source": "icecheck",
+            "description": title or cfg.name,
+        },
+        "id": trace_id,
+        "title": title,
+        "kind": kind,
+        "property": property,
+        "expectation": ({"status": getattr(expectation, "status", None),
+                         "reason": getattr(expectation, "reason", None),
+                         **({"trace": expectation.trace}
+                            if getattr(expectation, "trace", "") else {})}
+                        if expectation is not None else None),
+        "config": cfg.as_json(),
+        "actions": [str(a) for a in run.actions],
+        "verdict": {"violations": [fmt.violation_json(v) for v in j.violations],
+                    "outcomes": outcomes(run.final)},
+        "explanation": explain(cfg, model, run, j, property),
+        "vars": list(fmt.STATE_VARS),
+        "states": [itf_state(model, s, i, run.actions[i - 1] if i else None)
+                   for i, s in enumerate(run.states)],
+    }
+    if found_by:
+        doc["found_by"] = found_by
+    fmt.check_trace(doc)
+    return doc

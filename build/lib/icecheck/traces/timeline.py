@@ -1,0 +1,143 @@
+"""A trace as a per-writer timeline (like the seed figures): one column per writer, one row per
+action, the table's new snapshot and sequence number beside the commit that made it, and the
+verdict at the bottom. As text, or as SVG through Graphviz (``dot``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from dataclasses import dataclass
+
+from icecheck.engines.config import ExploreConfig
+
+from .execute import Run, model_for, run_actions
+from .explain import StepEvent, step_events, table_text
+
+COLUMN = 34
+
+
+class GraphvizMissing(RuntimeError):
+    pass
+
+
+@dataclass
+class Timeline:
+    title: str
+    writers: list[str]
+    start: str                         # the table before the first action
+    rows: list[tuple[int, StepEvent]]  # (step number, event)
+    end: str                           # the table after the last action
+    verdict: list[str]                 # lines for the bottom
+
+
+def build_timeline(doc: dict) -> Timeline:
+    cfg = ExploreConfig.from_json(doc["config"])
+    model = model_for(cfg)
+    run: Run = run_actions(model, doc["actions"])
+    events = step_events(model, cfg.key, run)
+    writers = [w.name for w in run.final.writers
+               if any(e.writer == w.name for e in events)] or [w.name for w in run.final.writers]
+    verdict = []
+    if doc["property"]:
+        exp = doc.get("expectation") or {}
+        status = (f"{exp.get('status')}: {exp.get('reason')}" if exp.get("status")
+                  else "UNEXPECTED: must hold")
+        for v in doc["verdict"]["violations"]:
+            if v["property"] == doc["property"]:
+                verdict.append(f"VIOLATED {v['property']}: {v['message']}")
+        verdict.append(f"[{status}]")
+    else:
+        verdict.append("REJECTED: no property violated")
+    for w, outs in doc["verdict"]["outcomes"].items():
+        if outs:
+            verdict.append(f"{w}: {', '.join(outs)}")
+    meta = cfg
+    title = doc.get("title") or doc.get("id") or "trace"
+    if meta.profile not in title:
+        title += f"  ({meta.profile}, {meta.catalog}, v{meta.format_version})"
+    return Timeline(title, writers, table_text(model, cfg.key, run.states[0], "shows"),
+                    list(enumerate(events, 1)), table_text(model, cfg.key, run.final), verdict)
+
+
+def render_text(doc: dict, width: int = COLUMN) -> str:
+    tl = build_timeline(doc)
+    cols = tl.writers + ["table"]
+    lines = [tl.title, "start: " + tl.start, ""]
+    header = "step  " + "".join(c.ljust(width) for c in cols)
+    lines += [header.rstrip(), "-" * len(header.rstrip())]
+    for n, e in tl.rows:
+        cells = []
+        for c in tl.writers:
+            cells.append(textwrap.wrap(e.short, width - 2) if c == e.writer else [])
+        cells.append(textwrap.wrap(e.table, width - 2) if e.table else [])
+        height = max(1, *(len(c) for c in cells))
+        for k in range(height):
+            prefix = f"{n:>4}  " if k == 0 else "      "
+            line = prefix + "".join((c[k] if k < len(c) else "").ljust(width) for c in cells)
+            lines.append(line.rstrip())
+    lines.append("")
+    lines.append("end: " + tl.end)
+    lines += tl.verdict
+    return "\n".join(lines) + "\n"
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_graph(doc: dict):
+    """A ``graphviz.Digraph``: a grid with a column per writer and a row per step."""
+    import graphviz
+
+    tl = build_timeline(doc)
+    g = graphviz.Digraph("timeline", graph_attr={"rankdir": "TB", "nodesep": "0.3",
+                                                  "ranksep": "0.25", "label": _esc(tl.title),
+                                                  "labelloc": "t", "fontname": "Helvetica"},
+                         node_attr={"shape": "box", "fontname": "Helvetica", "fontsize": "10",
+                                    "style": "rounded"})
+    cols = tl.writers + ["table"]
+    # header row
+    with g.subgraph() as s:
+        s.attr(rank="same")
+        s.node("step_h", "", shape="plaintext")
+        for c in cols:
+            s.node(f"{c}_h", c, shape="plaintext", fontsize="12", style="")
+    prev = {c: f"{c}_h" for c in cols + ["step"]}
+    for n, e in tl.rows:
+        with g.subgraph() as s:
+            s.attr(rank="same")
+            s.node(f"step_{n}", str(n), shape="plaintext", style="")
+            for c in cols:
+                name = f"{c}_{n}"
+                if c == e.writer:
+                    bad = any(x in e.short for x in ("FAILED", "UNKNOWN", "CRASH"))
+                    s.node(name, "\n".join(textwrap.wrap(e.short, 30)),
+                           color="red" if bad else "black")
+                elif c == "table" and e.table:
+                    s.node(name, e.table, shape="note", style="", color="blue")
+                else:
+                    s.node(name, "", shape="point", width="0.01", style="invis")
+        for c in cols + ["step"]:
+            g.edge(prev[c], f"{c}_{n}", style="invis" if c in ("step", "table") else "solid",
+                   arrowhead="none", weight="100", color="gray")
+            prev[c] = f"{c}_{n}"
+    g.node("verdict", "\n".join(tl.verdict) + "\n" + "\n".join(textwrap.wrap("end: " + tl.end, 60)),
+           shape="box", style="", color="red" if doc["property"] else "darkgreen")
+    for c in cols + ["step"]:
+        g.edge(prev[c], "verdict", style="invis")
+    return g
+
+
+def render_svg(doc: dict, out_path: str) -> str:
+    """Write the timeline as SVG to ``out_path`` (atomically). Needs Graphviz's ``dot``."""
+    if shutil.which("dot") is None:
+        raise GraphvizMissing("SVG timelines need Graphviz's `dot` program, which is not "
+                              "installed: run `apt-get install graphviz` (Debian/Ubuntu) or "
+                              "`brew install graphviz` (macOS)")
+    from .format import write_atomic
+
+    g = render_graph(doc)
+    svg = g.pipe(format="svg").decode("utf-8")
+    write_atomic(out_path, svg)
+    return out_path
