@@ -150,6 +150,9 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             fail_input(InputError(f"unknown property {p!r}; expected one of "
                                   f"{', '.join(PROPERTIES)}", "--property"))
     try:
+        if save_dir:
+            from icecheck.traces.format import check_writable_dir
+            check_writable_dir(save_dir, "--save-trace")
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
                          faults, crashes)
         from icecheck.engines.config import build_model_config

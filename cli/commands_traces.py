@@ -74,6 +74,11 @@ def trace_show(trace_file: str, svg: str | None, explain: bool) -> None:
     from icecheck.traces.timeline import GraphvizMissing, render_svg, render_text
 
     try:
+        if svg:
+            from icecheck.traces.format import check_writable_dir
+            check_writable_dir(os.path.dirname(os.path.abspath(svg)), "--svg")
+            if os.path.isdir(svg):
+                raise InputError(f"{svg!r} is a folder; name the SVG file to write", "--svg")
         doc = load_trace(trace_file)
         text = render_text(doc)
     except InputError as e:

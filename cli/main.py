@@ -85,11 +85,11 @@ def expand_paths(paths: tuple[str, ...], pattern: str) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON verdict per scenario.")
 def scenario_run(files: tuple[str, ...], as_json: bool) -> None:
     """Run scenario FILES (or folders of them) and print each verdict."""
-    from icecheck.scenarios.format import load_scenario
+    from icecheck.scenarios.format import load_scenarios
     from icecheck.scenarios.runner import run_scenario
 
     try:
-        scenarios = [load_scenario(p) for p in expand_paths(files, "*.yaml")]
+        scenarios = load_scenarios(expand_paths(files, "*.yaml"))
         verdicts = [run_scenario(s) for s in scenarios]
     except InputError as e:
         fail_input(e)

@@ -37,6 +37,9 @@ def run_interactive(*, interactive: bool, trace: str | None, port: int, save_dir
 
     config = None
     try:
+        if save_dir:
+            from icecheck.traces.format import check_writable_dir
+            check_writable_dir(save_dir, "--save-trace")
         if trace is None:
             kinds = tuple(k.strip() for k in mix.split(",") if k.strip())
             config = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
@@ -49,10 +52,13 @@ def run_interactive(*, interactive: bool, trace: str | None, port: int, save_dir
         fail_input(InputError(str(e), trace or "<arguments>"))
     if save_dir:
         err.print(f"saving traces into {os.path.abspath(save_dir)}", markup=False)
-    err.print("press Ctrl-C to stop", markup=False)
 
     def announce(line: str) -> None:
         out.print(line, markup=False)
         sys.stdout.flush()
+        err.print("press Ctrl-C to stop", markup=False)
 
-    serve(app, port, announce=announce)
+    try:
+        serve(app, port, announce=announce)
+    except OSError as e:      # the port is taken (or not ours to bind)
+        fail_input(InputError(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}", "--port"))

@@ -254,8 +254,16 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
 
 def serve(app: Flask, port: int = 0, *, announce=print) -> None:
     """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until interrupted; announce the URL."""
+    import socket
+
     from werkzeug.serving import make_server
 
+    if port:
+        # Werkzeug reports a taken port by printing and calling sys.exit(1); find out first,
+        # so the caller can answer with one line and exit 2.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((HOST, port))           # raises OSError (EADDRINUSE) if taken
     server = make_server(HOST, port, app, threaded=True)
     announce(f"icecheck explorer: http://{HOST}:{server.server_port}/")
     try:

@@ -138,6 +138,23 @@ def load_scenario(path: str) -> Scenario:
     return parse_scenario(doc, path)
 
 
+def load_scenarios(paths: list[str]) -> list[Scenario]:
+    """Several scenario files run together: their ids must be unique (a report keyed by id
+    would otherwise merge two scenarios' verdicts)."""
+    seen: dict[str, str] = {}
+    out = []
+    for path in paths:
+        doc = load_yaml_file(path)
+        sc = parse_scenario(doc, path)
+        if sc.id in seen:
+            line = doc.line_of("id") if isinstance(doc, LineDict) and "id" in doc else None
+            raise InputError(f"duplicate scenario id {sc.id!r} (also in {seen[sc.id]})", path,
+                             line)
+        seen[sc.id] = path
+        out.append(sc)
+    return out
+
+
 def parse_scenario(doc: Any, path: str) -> Scenario:
     ctx = _Ctx(path)
     if not isinstance(doc, LineDict):
