@@ -58,7 +58,44 @@ def fail_input(e: InputError) -> None:
     sys.exit(EXIT_INPUT)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class IcecheckGroup(click.Group):
+    """The ``icecheck`` group, with one exit-code rule for what click handles itself.
+
+    * A usage error (a bad option value, an unknown command) is one line, ``error: ...``
+      naming the option, and exit 2, like every other input error (click prints four lines).
+    * Ctrl-C (SIGINT) ends the command promptly with exit 130, the shell's code for an
+      interrupted command, and no traceback (click says "Aborted!" and exits 1, which a CI
+      system reads as a failed check).
+    """
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except (KeyboardInterrupt, click.exceptions.Abort):
+            err.print("interrupted")
+            sys.exit(130)
+        except click.exceptions.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":      # `icecheck` alone: the help
+                e.show()
+            else:
+                sub = e.ctx.command_path.split(" ", 1)[-1] if e.ctx is not None and \
+                    " " in e.ctx.command_path else ""
+                hint = f" (see icecheck {sub} --help)" if sub else ""
+                err.print(f"[bold red]error:[/] {escape(e.format_message())}{escape(hint)}",
+                          markup=True)
+            sys.exit(EXIT_INPUT)
+        except click.exceptions.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=IcecheckGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="icecheck")
 def main() -> None:
     """icecheck: can concurrent writers to this Iceberg table lose data?"""
@@ -139,32 +176,8 @@ main.add_command(conform)
 
 
 def entry() -> None:
-    """The console entry point: ``main`` with one exit-code rule for interruptions.
-
-    Click turns Ctrl-C into "Aborted!" and exit 1, which a CI system reads as a failed check;
-    here Ctrl-C (SIGINT) always ends the command promptly with exit 130, the shell's code for
-    an interrupted command, and no traceback.
-    """
-    try:
-        rv = main.main(standalone_mode=False)
-    except (KeyboardInterrupt, click.exceptions.Abort):
-        err.print("interrupted")
-        sys.exit(130)
-    except click.exceptions.UsageError as e:
-        if type(e).__name__ == "NoArgsIsHelpError":      # `icecheck` alone: the help
-            e.show()
-        else:        # one line naming the option, like every other input error
-            opt = f" (see icecheck {e.ctx.command_path.split(' ', 1)[-1]} --help)" \
-                if e.ctx is not None and " " in e.ctx.command_path else ""
-            err.print(f"[bold red]error:[/] {escape(e.format_message())}{escape(opt)}",
-                      markup=True)
-        sys.exit(EXIT_INPUT)
-    except click.exceptions.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    """The console entry point (``icecheck``, ``python -m icecheck``)."""
+    main()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ class InputError(Exception):
     """A malformed scenario, trace or configuration."""
 
     def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        message = " ".join(str(message).split())      # always one line, whatever its source
         self.path, self.line, self.detail = path, line, message
         where = path or "<input>"
         if line is not None:

@@ -156,6 +156,22 @@ def load_scenarios(paths: list[str]) -> list[Scenario]:
 
 
 def parse_scenario(doc: Any, path: str) -> Scenario:
+    """Parse a scenario document; every problem is an ``InputError`` naming the file (and
+    the line, wherever the parser checked the node it read)."""
+    try:
+        return _parse_scenario(doc, path)
+    except InputError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+        # A value of the wrong shape that no check above caught (a list where a name belongs,
+        # say): still one line naming the file, never a traceback.
+        raise InputError(f"malformed scenario: a value has the wrong type or shape "
+                         f"({type(e).__name__}: {e})", path) from None
+    except RecursionError:
+        raise InputError("malformed scenario: nested too deeply", path) from None
+
+
+def _parse_scenario(doc: Any, path: str) -> Scenario:
     ctx = _Ctx(path)
     if not isinstance(doc, LineDict):
         raise ctx.fail("a scenario must be a YAML mapping", 1)
@@ -411,6 +427,8 @@ def _file_list(ctx: _Ctx, files: dict, node: LineDict, key: str, want_delete: bo
 
 def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) -> Operation:
     kind = node.get("op")
+    if not isinstance(kind, str):
+        raise ctx.fail(f"op must be an operation name, not {kind!r}", node, "op")
     kind = ops.KIND_ALIASES.get(kind, kind)
     if kind not in ops.KINDS:
         raise ctx.fail(f"unknown operation {node.get('op')!r}; expected one of "
