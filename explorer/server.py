@@ -36,6 +36,16 @@ HOST = "127.0.0.1"
 SEP = "~"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
+# The door. The page is served on loopback only, but a browser visiting any site can still
+# send requests to it (DNS rebinding: a hostile name resolving to 127.0.0.1; cross-site forms):
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}   # the only Host names answered
+MAX_REQUEST_BYTES = 64 * 1024          # a request body (the save form is a few hundred bytes)
+MAX_CONFIG_BYTES = 256 * 1024          # an encoded configuration, once decompressed
+MAX_WRITERS, MAX_OPS, MAX_ALTERNATIVES, MAX_ROWS = 6, 6, 40, 100
+MAX_PATH = 400                         # actions in a URL path
+MAX_SEARCHES = 2                       # "find a path" searches running at once
+SEARCH_MAX_STATES = 20_000             # states one search may visit
+
 
 class BadRequest(Exception):
     """A malformed request: answered with HTTP 400 and the reason."""
@@ -60,20 +70,63 @@ def decode_config(text: str) -> ExploreConfig:
                          f"encoded configuration (which starts with 'z')")
     body = text[1:]
     try:
-        raw = zlib.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)),
+                                 MAX_CONFIG_BYTES)
+        if inflate.unconsumed_tail:
+            raise BadRequest(f"bad config: it expands to more than {MAX_CONFIG_BYTES:,} bytes")
         doc = json.loads(raw)
-    except (binascii.Error, ValueError, zlib.error) as e:
+    except (binascii.Error, ValueError, zlib.error, RecursionError) as e:
         raise BadRequest(f"bad config: cannot decode the encoded configuration ({e})") from None
     if not isinstance(doc, dict):
         raise BadRequest("bad config: the encoded configuration is not a JSON object")
     try:
-        return ExploreConfig.from_json(doc, "config")
+        cfg = ExploreConfig.from_json(doc, "config")
     except InputError as e:
         raise BadRequest(f"bad config: {e}") from None
+    check_size(cfg)
+    return cfg
+
+
+def check_size(cfg: ExploreConfig) -> None:
+    """A configuration small enough to explore by hand (a page of 2000 writers is 15 MB)."""
+    if len(cfg.writers) > MAX_WRITERS:
+        raise BadRequest(f"bad config: {len(cfg.writers)} writers; the explorer shows at most "
+                         f"{MAX_WRITERS}")
+    if any(len(prog) > MAX_OPS for prog in cfg.writers):
+        raise BadRequest(f"bad config: more than {MAX_OPS} operations in a writer's program")
+    if any(len(entry) > MAX_ALTERNATIVES for prog in cfg.writers for entry in prog):
+        raise BadRequest(f"bad config: more than {MAX_ALTERNATIVES} alternative commands in "
+                         "one program entry")
+    if len(cfg.initial_rows) > MAX_ROWS:
+        raise BadRequest(f"bad config: more than {MAX_ROWS} initial rows")
 
 
 def split_path(text: str | None) -> list[str]:
-    return [p for p in (text or "").split(SEP) if p.strip()]
+    path = [p for p in (text or "").split(SEP) if p.strip()]
+    if len(path) > MAX_PATH:
+        raise BadRequest(f"bad path: {len(path)} actions; at most {MAX_PATH}")
+    return path
+
+
+def host_allowed(host: str) -> bool:
+    """Is ``host`` (a Host header, maybe with a port) a loopback name?"""
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[:name.find("]") + 1] if "]" in name else name
+    else:
+        name = name.rsplit(":", 1)[0]
+    return name in LOOPBACK_HOSTS
+
+
+def same_site(url: str | None) -> bool:
+    """Does an Origin or Referer name a page of this loopback server?"""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return False
+    parts = urlsplit(url)
+    return parts.scheme == "http" and host_allowed(parts.netloc)
 
 
 def page_url(config_id: str, path: list[str], at: int | None = None, **extra) -> str:
@@ -108,7 +161,14 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
     ``config``; ``save_dir`` enables ``POST /save`` into that directory (and only there)."""
     from icecheck.traces import format as fmt
 
+    import secrets
+    import threading
+
     app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+    app.config["MAX_FORM_MEMORY_SIZE"] = MAX_REQUEST_BYTES
+    token = secrets.token_urlsafe(24)       # the save form's anti-forgery token (per server)
+    searches = threading.BoundedSemaphore(MAX_SEARCHES)
     registry = corpus_configs()
     if trace is not None:
         try:
@@ -122,8 +182,28 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
         start_id = encode_config(config)
     else:
         raise ValueError("create_app needs a config or a trace")
-    app.config["ICX"] = {"registry": registry, "start": start_id,
+    app.config["ICX"] = {"registry": registry, "start": start_id, "token": token,
                          "save_dir": os.path.abspath(save_dir) if save_dir else None}
+
+    @app.before_request
+    def door():
+        """Loopback Host names only (DNS rebinding); no compressed bodies (a 518 KB gzip
+        expands to 400 MB); writes only from this server's own page (Origin or Referer of
+        this loopback server, and the form's token)."""
+        if not host_allowed(request.host or ""):
+            return error_page(400, "Bad Host", f"this explorer answers only 127.0.0.1, "
+                                               f"localhost and [::1], not {request.host!r}")
+        if request.headers.get("Content-Encoding", "identity").lower() != "identity":
+            return error_page(415, "Unsupported Media Type",
+                              "compressed request bodies are not accepted")
+        if request.method not in ("GET", "HEAD"):
+            origin = request.headers.get("Origin") or request.headers.get("Referer")
+            if not same_site(origin):
+                return error_page(403, "Forbidden", "a write must come from this explorer's "
+                                                    "own page (cross-site request refused)")
+            if not secrets.compare_digest(str(request.form.get("token", "")), token):
+                return error_page(403, "Forbidden", "missing or wrong form token: reload the "
+                                                    "page and try again")
 
     def resolve(config_id: str) -> tuple[ExploreConfig, Registered | None]:
         reg = registry.get(config_id)
@@ -153,6 +233,13 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
     @app.errorhandler(HTTPException)
     def http_error(e):
         return error_page(e.code or 500, e.name, e.description or "")
+
+    @app.errorhandler(InputError)
+    @app.errorhandler(ValueError)
+    @app.errorhandler(TypeError)
+    @app.errorhandler(RecursionError)
+    def malformed(e):  # a request the checks above did not foresee: still the client's input
+        return error_page(400, "Bad request", f"{type(e).__name__}: {e}")
 
     @app.errorhandler(Exception)
     def internal_error(e):  # never a crash: the reason, with HTTP 500
@@ -186,7 +273,13 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
         kind, _, name = goal.partition(":")
         if kind not in ("property", "validation") or not name:
             raise BadRequest(f"bad goal {goal!r}: expected property:NAME or validation:NAME")
-        result = s.find_path(**{kind: name})
+        if not searches.acquire(blocking=False):
+            return error_page(429, "Too Many Requests", f"{MAX_SEARCHES} searches are already "
+                                                        "running; try again when one is done")
+        try:
+            result = s.find_path(**{kind: name}, max_states=SEARCH_MAX_STATES)
+        finally:
+            searches.release()
         if not result.found:
             return render_page(config_id, s, result.message, True)
         return redirect(page_url(config_id, s.full_path, s.at, found=result.message))
@@ -246,7 +339,7 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
             here_url=page_url(config_id, full, s.at),
             download_url="/trace.json?" + urlencode({"config": config_id,
                                                      "path": SEP.join(s.path)}),
-            path_text=SEP.join(s.path), save_dir=app.config["ICX"]["save_dir"],
+            path_text=SEP.join(s.path), save_dir=app.config["ICX"]["save_dir"], token=token,
             cfg=s.config)
 
     return app

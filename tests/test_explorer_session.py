@@ -237,13 +237,15 @@ def test_download_and_save(client, tmp_path):
     doc = json.loads(r.get_data(as_text=True))
     fmt.check_trace(doc)
     assert doc["actions"] == UNDELETE and doc["property"] == "undelete"
-    form = dict(config="undelete-v2-mor-snapshot", path="~".join(UNDELETE), name="saved-one")
-    r = client.post("/save", data=form)
+    token = client.application.config["ICX"]["token"]
+    form = dict(config="undelete-v2-mor-snapshot", path="~".join(UNDELETE), name="saved-one",
+                token=token)
+    r = client.post("/save", data=form, headers=SAME_SITE)
     assert r.status_code == 303
     saved = tmp_path / "saved" / "saved-one.json"
     assert saved.exists() and replay_file(str(saved)).ok
     for name in ("../escape", "/etc/passwd", "a/b", "", ".hidden"):
-        r = client.post("/save", data=dict(form, name=name))
+        r = client.post("/save", data=dict(form, name=name), headers=SAME_SITE)
         assert r.status_code == 400, name
         assert "bad trace name" in r.get_data(as_text=True)
     assert not (tmp_path / "escape.json").exists()
@@ -251,9 +253,55 @@ def test_download_and_save(client, tmp_path):
 
 def test_save_is_refused_without_a_save_directory():
     app = create_app(trace=UNDELETE_TRACE)
-    r = app.test_client().post("/save", data=dict(config="undelete-v2-mor-snapshot",
-                                                  path="w1.begin", name="x"))
+    r = app.test_client().post("/save", headers=SAME_SITE,
+                               data=dict(config="undelete-v2-mor-snapshot", path="w1.begin",
+                                         name="x", token=app.config["ICX"]["token"]))
     assert r.status_code == 400 and "saving is disabled" in r.get_data(as_text=True)
+
+
+SAME_SITE = {"Origin": "http://127.0.0.1:5000"}
+
+
+def test_the_door_refuses_other_hosts_cross_site_writes_and_oversized_input(client, tmp_path):
+    """DNS rebinding, cross-site forms, decompression bombs, huge configurations, bad input:
+    each is refused with a 4xx and a reason, never a 500 and never a write."""
+    import base64
+    import zlib
+
+    ok = client.get("/", headers={"Host": "127.0.0.1:8123"})
+    assert ok.status_code in (200, 302)
+    for host in ("evil.example:8123", "127.0.0.1.evil.example", "10.0.0.5"):
+        r = client.get("/", headers={"Host": host})
+        assert r.status_code == 400 and "Bad Host" in r.get_data(as_text=True), host
+    token = client.application.config["ICX"]["token"]
+    form = dict(config="undelete-v2-mor-snapshot", path="~".join(UNDELETE), name="x1",
+                token=token)
+    for headers in ({}, {"Origin": "http://evil.example"},
+                    {"Referer": "http://evil.example/page"}, {"Origin": "null"}):
+        r = client.post("/save", data=form, headers=headers)
+        assert r.status_code == 403, headers
+    r = client.post("/save", data=dict(form, token="guess"), headers=SAME_SITE)
+    assert r.status_code == 403
+    assert not list((tmp_path / "saved").glob("x1.json")) if (tmp_path / "saved").exists() \
+        else True
+    r = client.post("/save", data="x" * 200_000, headers=dict(SAME_SITE),
+                    content_type="application/x-www-form-urlencoded")
+    assert r.status_code == 413
+    r = client.post("/save", data=zlib.compress(b"a" * 1_000_000), headers=dict(
+        SAME_SITE, **{"Content-Encoding": "deflate"}))
+    assert r.status_code == 415
+    bomb = "z" + base64.urlsafe_b64encode(zlib.compress(b" " * 5_000_000, 9)).decode()
+    r = client.get("/?" + urlencode(dict(config=bomb)))
+    assert r.status_code == 400 and "expands to more than" in r.get_data(as_text=True)
+    big = mix_config("spark-3.5-mor-snapshot", 7, 1, ("delete",), 1)
+    r = client.get("/?" + urlencode(dict(config=encode_config(big))))
+    assert r.status_code == 400 and "writers" in r.get_data(as_text=True)
+    for query in (dict(config="undelete-v2-mor-snapshot", path="w1.begin", at="-1"),
+                  dict(config="undelete-v2-mor-snapshot", path="~".join(["w1.begin"] * 500)),
+                  dict(config="zzzz"), dict(config="undelete-v2-mor-snapshot", path="w1.begin", at="1e9"),
+                  dict(config="undelete-v2-mor-snapshot", path="w9.cas")):
+        r = client.get("/?" + urlencode(query))
+        assert r.status_code == 400, (query, r.status_code)
 
 
 # -- the command line ------------------------------------------------------------------------
