@@ -9,7 +9,7 @@ from typing import Any
 from icecheck.models.system import Model, State
 
 from .history import History, Op, build_history, describe_intent
-from .oracle import KeyFn, Oracle, run_oracle
+from .oracle import KeyFn, Oracle, identity_partition_columns, run_oracle
 
 
 @dataclass
@@ -55,7 +55,7 @@ class Analysis:
         return f"{name} ({describe_intent(op.intent)}{where})"
 
     def key_text(self, k) -> str:
-        return f"{self.key}={k!r}" if self.oracle.keyfn.keyed else f"row {k!r}"
+        return self.oracle.keyfn.text(k)
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity
@@ -66,7 +66,7 @@ def analyze(model: Model, state: State, key: str = "id") -> Analysis:
         if m is model and s is state and k == key:
             return a
     h = build_history(model, state)
-    kf = KeyFn(h.columns, key)
+    kf = KeyFn(h.columns, key, identity_partition_columns(model.table))
     a = Analysis(h, run_oracle(h, kf), key)
     _CACHE.insert(0, (model, state, key, a))
     del _CACHE[4:]
