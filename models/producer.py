@@ -243,10 +243,11 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw)
     if op.missing_delete_paths_enabled:
+        # ManifestFilterManager.validateRequiredDeletes: COMMA.join(...), no brackets, no spaces
         missing = sorted(delete_paths - removed_data)
         if missing:
             raise ValidationFailed("missing_delete_paths",
-                                   f"Missing required files to delete: {fmt_paths(missing)}")
+                                   f"Missing required files to delete: {','.join(missing)}")
 
     # 2. New data files, with this snapshot's sequence number (or the starting one, for
     #    a compaction that keeps it).
@@ -292,7 +293,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         missing = sorted(remove_delete_paths - removed_deletes)
         if missing:
             raise ValidationFailed("missing_delete_paths",
-                                   f"Missing required files to delete: {fmt_paths(missing)}")
+                                   f"Missing required files to delete: {','.join(missing)}")
     new_deletes = [mw.write(DELETE_MANIFEST, [ManifestEntry(ADDED, snapshot_id, seq, seq, d)
                                               for d in op.add_deletes])] if op.add_deletes else []
 

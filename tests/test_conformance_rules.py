@@ -22,3 +22,19 @@ def test_partition_sets_compare_as_sets():
     assert split_message(model)[0] == split_message(java)[0]
     other = "Found conflicting files that can contain records matching partitions [id_bucket=1]: [d2]"
     assert split_message(model)[0] != split_message(other)[0]
+
+
+def test_messages_are_compared_whole():
+    """Conformance compares whole messages: only Java's file descriptions (physical layout),
+    locations, ids and the order of a joined hash set are normalised."""
+    from icecheck.conformance.compare import normalize_detail
+
+    assert normalize_detail("a2,a1") == normalize_detail("a1,a2")
+    assert normalize_detail("[a1, a2]") != normalize_detail("a1,a2")      # Java: no brackets
+    assert normalize_detail(
+        "DV{location=w1-1-dv1, offset=4, length=8, referencedDataFile=d1}") == "w1-1-dv1"
+    assert normalize_detail("GenericDataFile{content=data, file_path=a1, file_format=PARQUET, "
+                            "partition=PartitionData{category=a}, value_counts={1=2, 2=2}, "
+                            "record_count=2}") == "a1"
+    assert normalize_detail("file:/tmp/wh/db/t/data/w1-1-d1.parquet") == "w1-1-d1"
+    assert normalize_detail("ref(name=\"id\") == 1") != normalize_detail("ref(name=\"id\") == 2")
