@@ -17,7 +17,7 @@ from typing import Mapping
 
 from . import operations as ops
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
-from .filters import might_match_file, must_match_file
+from .filters import FalseExpr, might_match_file, must_match_file
 from .metadata import (ADDED, APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
                        TableMetadata)
@@ -70,18 +70,23 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
     expr = v.filter
     args = (store, table, base, starting_id)
     if op.kind == ops.OVERWRITE:
+        # BaseOverwriteFiles keeps rowFilter() = Expressions.alwaysFalse() until
+        # overwriteByRowFilter is called, and tests `rowFilter() != Expressions.alwaysFalse()`:
+        # an explicit row filter `false` is the same as none (so the conflict filter falls back
+        # to alwaysTrue: scenarios/builtin/regressions/overwrite-row-filter-false-is-unset.yaml)
+        row_filter = None if isinstance(op.row_filter, FalseExpr) else op.row_filter
         if v.no_conflicting_data:
             # BaseOverwriteFiles.dataConflictDetectionFilter()
             if expr is not None:
                 data_filter = expr
-            elif op.row_filter is not None and not op.delete_data:
-                data_filter = op.row_filter
+            elif row_filter is not None and not op.delete_data:
+                data_filter = row_filter
             else:
                 data_filter = None
             validate_added_data_files(*args, data_filter, parent)
         if v.no_conflicting_deletes:
-            if op.row_filter is not None:
-                f = expr if expr is not None else op.row_filter
+            if row_filter is not None:
+                f = expr if expr is not None else row_filter
                 validate_no_new_delete_files(*args, f, parent)
                 validate_deleted_data_files(*args, f, parent)
             elif v.deleted_data_files_by_filter and expr is not None:

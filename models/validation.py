@@ -197,13 +197,37 @@ def delete_can_apply_to(delete: ManifestEntry, data_file: DataFile, data_seq: in
 
 
 def _equality_bounds_overlap(d: DeleteFile, data_file: DataFile) -> bool:
-    if not d.equality_rows:
-        return True
-    d_lower, d_upper, _ = (dict(x) for x in bounds_of(d.equality_columns, d.equality_rows))
-    f_lower, f_upper = data_file.lower(), data_file.upper()
+    """Java DeleteFileIndex.canContainEqDeletesForFile (1.10), on the metrics a writer records
+    (value count = record count, null counts, bounds; every column optional):
+
+    * per equality column, if both files may hold nulls, they may match on null: next column;
+    * if the data file's column is all null and the delete's has no null, no match (and the
+      other way round): an equality delete with **zero rows** is "all null" (0 nulls of 0
+      values), so it can apply to no file holding values
+      (scenarios/builtin/regressions/equality-delete-zero-rows-cannot-apply.yaml);
+    * otherwise, where both files have bounds, disjoint ranges mean no match.
+    """
+    d_lower, d_upper, d_nulls = (dict(x) for x in bounds_of(d.equality_columns,
+                                                            d.equality_rows))
+    d_count = len(d.equality_rows)
+    f_lower, f_upper, f_nulls = data_file.lower(), data_file.upper(), data_file.nulls()
+    f_count = data_file.record_count
+    check_ranges = bool(d_lower) and bool(d_upper)       # deleteFile.hasLowerAndUpperBounds()
     for col in d.equality_columns:
-        if col not in d_lower or col not in f_lower or col not in f_upper:
-            continue  # unknown bounds (or only nulls): might overlap
+        d_null, f_null = d_nulls.get(col), f_nulls.get(col)
+        contains_null = (lambda n: n is None or n > 0)
+        all_non_null = (lambda n: n is not None and n <= 0)
+        all_null = (lambda n, count: n is not None and n == count)
+        if contains_null(f_null) and contains_null(d_null):
+            continue
+        if all_null(f_null, f_count) and all_non_null(d_null):
+            return False
+        if all_null(d_null, d_count) and all_non_null(f_null):
+            return False
+        if not check_ranges:
+            continue
+        if col not in d_lower or col not in d_upper or col not in f_lower or col not in f_upper:
+            continue  # a bound is unknown: assume the delete file may match
         if d_upper[col] < f_lower[col] or d_lower[col] > f_upper[col]:
             return False
     return True
