@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import click
 from rich.markup import escape
 
-from icecheck.cli.main import (EXIT_FAILED, EXIT_OK, SECONDS, builtin_scenarios, err,
+from icecheck.cli.base import (EXIT_FAILED, EXIT_OK, SECONDS, builtin_scenarios, err,
                                fail_input, main, out)
 from icecheck.scenarios.errors import InputError, check_number
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from icecheck.cli.main import EXIT_FAILED, EXIT_OK, SECONDS, err, fail_input, main, out
+from icecheck.cli.base import SECONDS, err, fail_input, finish_run, main, out, print_trace
 from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
@@ -24,51 +22,6 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
         progress.update(task, completed=min(examples, total))
 
     return progress, update
-
-
-def print_trace(doc: dict) -> None:
-    from icecheck.traces.timeline import render_text
-
-    out.print(escape(render_text(doc)), markup=True)
-    out.print(escape(doc["explanation"]), markup=True)
-
-
-def finish_run(result, traces, save_dir: str | None, as_json: bool, report,
-               strict: bool = False) -> None:
-    """The end of every ``explore`` engine: save the traces (``(property, trace)`` pairs; a
-    later one of the same property wins), print the result as JSON or via ``report(result,
-    saved)``, and exit by the one rule every command follows (README, "Exit codes"): 1 if a
-    must-hold property failed that is not a recorded known finding (any, with ``strict``), or
-    if the run never reached its floor (``engines.config.floor_events``); else 0."""
-    from icecheck.engines.config import missing_floor
-
-    saved: dict[str, str] = {}
-    if save_dir:
-        for prop, doc in traces:
-            saved[prop] = save_trace(doc, save_dir)
-    reached = getattr(result, "reached", None)       # z3 proves over every run: no floor
-    missing = missing_floor(result.config, reached) if reached is not None else []
-    if as_json:
-        doc = result.as_json()
-        doc["saved_traces"] = saved
-        doc["floor_missing"] = missing
-        print(json.dumps(doc, indent=2))
-    else:
-        report(result, saved)
-    if missing:
-        err.print(f"[bold red]INCONCLUSIVE[/]: the run never reached {escape(', '.join(missing))} "
-                  "(properties/reachability.py), so it checked nothing there; give it more "
-                  "examples, states or time", markup=True)
-    failed = result.failed if strict else result.failed_new
-    sys.exit(EXIT_FAILED if failed or missing else EXIT_OK)
-
-
-def save_trace(doc: dict, folder: str) -> str:
-    from icecheck.traces.format import write_trace
-
-    path = os.path.join(folder, f"{doc['id']}.json")
-    write_trace(path, doc)
-    return path
 
 
 @main.command()

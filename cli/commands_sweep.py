@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn)
 
-from icecheck.cli.main import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
+from icecheck.cli.base import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
 from icecheck.scenarios.errors import InputError
 
 

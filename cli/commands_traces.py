@@ -10,7 +10,7 @@ import sys
 import click
 from rich.markup import escape
 
-from icecheck.cli.main import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, err, expand_paths, fail_input,
+from icecheck.cli.base import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, err, expand_paths, fail_input,
                                main, out)
 from icecheck.scenarios.errors import InputError
 

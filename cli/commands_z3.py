@@ -14,7 +14,7 @@ import sys
 import click
 from rich.markup import escape
 
-from icecheck.cli.main import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
+from icecheck.cli.base import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
 from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
@@ -75,7 +75,7 @@ def run_z3(cfg, depth: int, properties, save_dir, as_json, strict: bool = False)
         result = z3_search(cfg, depth, properties or None)
     except Z3Unsupported as e:
         fail_input(InputError(str(e), "<arguments>"))
-    from icecheck.cli.commands_explore import finish_run, print_trace
+    from icecheck.cli.base import finish_run, print_trace
 
     def report(result, saved: dict[str, str]) -> None:
         err.print(f"{cfg.name}: depth {depth}, {result.nodes} lineage nodes "

@@ -22,8 +22,7 @@ from icecheck.models.system import ModelConfig, WriterProgram
 from icecheck.models.table import Schema, TableConfig
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.scenarios.errors import InputError
-from icecheck.scenarios.format import _Ctx
-from icecheck.models.commands_spec import parse_command
+from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact")

@@ -56,7 +56,7 @@ def find(model: Model, start: State, goal: Callable[[State], bool], *, max_state
 def property_goal(session, prop: str) -> tuple[Callable[[State], bool], str]:
     from icecheck.properties import PROPERTIES, evaluate
 
-    from .session import SessionError
+    from .errors import SessionError
 
     if prop != ANY and prop not in PROPERTIES:
         raise SessionError(f"unknown property {prop!r}: expected one of "
@@ -75,7 +75,7 @@ def _failed(state: State, check: str) -> int:
 
 
 def validation_goal(session, check: str) -> tuple[Callable[[State], bool], str]:
-    from .session import SessionError
+    from .errors import SessionError
 
     if check != ANY and check not in VALIDATIONS:
         raise SessionError(f"unknown validation {check!r}: expected one of "

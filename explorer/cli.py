@@ -13,7 +13,7 @@ def run_interactive(*, interactive: bool, trace: str | None, port: int, save_dir
                     catalog: str, format_version: str, faults: bool, crashes: bool) -> None:
     """Serve the explorer on 127.0.0.1:PORT (0: a free port), print its URL, and run until
     interrupted. Exit 2 on bad arguments (as every icecheck command)."""
-    from icecheck.cli.main import err, fail_input, out
+    from icecheck.cli.base import err, fail_input, out
 
     if not interactive:
         if trace:

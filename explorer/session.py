@@ -29,9 +29,9 @@ from icecheck.engines.config import ExploreConfig, build_model_config
 from icecheck.models.system import Action, Model, State, StepError
 from icecheck.scenarios.errors import InputError
 
+from .errors import SessionError
 
-class SessionError(ValueError):
-    """A path or an action the session cannot take (the web page answers it with HTTP 400)."""
+
 
 
 @dataclass(frozen=True)

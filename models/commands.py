@@ -37,12 +37,8 @@ from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import CommandRule, Profile, get_profile
 from .reads import RowVersion, live_data_entries, live_delete_entries, read_rows
-from .system import StepError
+from .system import NothingToDo, StepError  # noqa: F401 (NothingToDo: planners raise it)
 from .table import TableConfig
-
-
-class NothingToDo(Exception):
-    """The command changes no row (e.g. a DELETE matching nothing): the engine commits nothing."""
 
 
 class PlanError(StepError):

@@ -54,36 +54,3 @@ class Command:
     @property
     def where_text(self) -> str:
         return self.where_sql or "true"
-
-
-def parse_command(ctx, table, node, parent):
-    """Parse a scenario's ``command:`` mapping (``{sql: DELETE, where: "id = 1"}``)."""
-    from icecheck.scenarios.format import _filter, _rows, _check_value
-
-    node = ctx.mapping(node, "command", parent, "command")
-    kind = str(node.get("sql", "")).upper()
-    if kind not in COMMANDS:
-        raise ctx.fail(f"unknown command {node.get('sql')!r}; expected one of "
-                       f"{', '.join(COMMANDS)}", node, "sql" if "sql" in node else None)
-    ctx.keys(node, COMMAND_KEYS[kind] | {"sql"}, f"a {kind} command")
-    where = _filter(ctx, table, node, "where") if "where" in node else None
-    rows = _rows(ctx, table, node["rows"], node, "rows") if "rows" in node else ()
-    if kind in (INSERT, MERGE, OVERWRITE_PARTITIONS) and not rows:
-        raise ctx.fail(f"{kind} needs rows", node)
-    sets = ()
-    if kind == UPDATE:
-        snode = ctx.mapping(node.get("set"), "UPDATE set", node, "set")
-        types = table.schema.types()
-        for col, value in snode.items():
-            if col not in types:
-                raise ctx.fail(f"UPDATE sets unknown column {col!r}", snode, col)
-            _check_value(ctx, types[col], value, snode, col, f"column {col}")
-        sets = tuple(sorted(snode.items()))
-    on = ()
-    if kind == MERGE:
-        onode = ctx.seq(node.get("on"), "MERGE on", node, "on")
-        on = tuple(str(c) for c in onode)
-        for c in on:
-            if c not in table.schema.names:
-                raise ctx.fail(f"MERGE on unknown column {c!r}", node, "on")
-    return Command(kind, where, sets, rows, on, str(node.get("where", "")))

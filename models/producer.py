@@ -24,7 +24,7 @@ from .metadata import (ADDED, APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DE
 from .operations import Operation
 from .reads import manifests_of
 from .table import TableConfig
-from .validation import (PartitionSet, ValidationFailed, fmt_paths, starting_sequence_number,
+from .validation import (PartitionSet, ValidationFailed, starting_sequence_number,
                          validate_added_data_files, validate_added_dvs, validate_data_files_exist,
                          validate_deleted_data_files, validate_no_new_delete_files,
                          validate_no_new_deletes_for_data_files)

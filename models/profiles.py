@@ -91,8 +91,7 @@ def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
 
 
 def _parse_file(path: str) -> dict[str, Profile]:
-    from icecheck.scenarios.format import _Ctx
-    from icecheck.scenarios.yamlload import load_yaml_file
+    from icecheck.scenarios.yamlload import Ctx as _Ctx, load_yaml_file
 
     ctx = _Ctx(path)
     doc = ctx.mapping(load_yaml_file(path), "a profile file")

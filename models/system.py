@@ -172,6 +172,12 @@ class StepError(ValueError):
     """An action that is not enabled in the state (a malformed or drifted trace)."""
 
 
+class NothingToDo(Exception):
+    """Raised by a planner (models/commands.py): the command changes no row (e.g. a DELETE
+    matching nothing), so the engine commits nothing. Defined here, beside the step that
+    catches it, so that the model does not import its planners (no import cycle)."""
+
+
 def canonical(value: Any) -> Any:
     """A deterministic, hash-seed-independent structure for digests."""
     if isinstance(value, ObjectStore):
@@ -284,7 +290,6 @@ class Model:
         else:
             if self.config.planner is None:
                 raise StepError(f"{a}: writer {w.name} has a command but no engine profile")
-            from .commands import NothingToDo
             try:
                 operation = self.config.planner(intent, state=state, base=base, writer=w,
                                                 table=self.table)

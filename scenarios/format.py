@@ -19,9 +19,11 @@ from icecheck.models.operations import Operation, Validations
 from icecheck.models.system import OUTCOMES
 from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig, property_error
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
+from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, INSERT, MERGE,
+                                           OVERWRITE_PARTITIONS, UPDATE, Command)
 
 from .errors import InputError
-from .yamlload import LineDict, LineList, load_yaml_file
+from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
 
 FORMAT_VERSION = 1
 TOP_KEYS = {"version", "id", "description", "catalog", "profile", "table", "files", "steps",
@@ -98,39 +100,6 @@ class Scenario:
     @property
     def uses_crashes(self) -> bool:
         return any(s.kind == "crash" for s in self.steps)
-
-
-class _Ctx:
-    """Parsing context: the file path, for error messages."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def fail(self, message: str, node: Any = None, key: Any = None) -> InputError:
-        line = None
-        if isinstance(node, LineDict):
-            line = node.line_of(key) if key is not None else node.line
-        elif isinstance(node, LineList):
-            line = node.line_of(key) if isinstance(key, int) else node.line
-        elif isinstance(node, int):
-            line = node
-        return InputError(message, self.path, line)
-
-    def mapping(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineDict:
-        if not isinstance(node, LineDict):
-            raise self.fail(f"{what} must be a mapping, got {type(node).__name__}", parent, key)
-        return node
-
-    def seq(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineList:
-        if not isinstance(node, LineList):
-            raise self.fail(f"{what} must be a list, got {type(node).__name__}", parent, key)
-        return node
-
-    def keys(self, node: LineDict, allowed: set[str], what: str) -> None:
-        for k in node:
-            if k not in allowed:
-                raise self.fail(f"unknown key {k!r} in {what}; expected one of "
-                                f"{', '.join(sorted(allowed))}", node, k)
 
 
 def load_scenario(path: str) -> Scenario:
@@ -573,7 +542,6 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
                 ctx.keys(s, {"begin", "command", "expect"}, "a begin step")
                 if profile is None:
                     raise ctx.fail("a command step needs a top-level 'profile'", s, "command")
-                from icecheck.models.commands_spec import parse_command  # engine-level commands
                 command = parse_command(ctx, table, s["command"], s)
                 _check_supported(ctx, profile, command, s)
                 steps.append(Step("begin", line, w, command=command, expect=expect))
@@ -640,3 +608,37 @@ def parse_final_expect(ctx: _Ctx, table: TableConfig, files: dict, node: Any,
     if "rows" in node:
         out["rows"] = _rows(ctx, table, node["rows"], node, "rows")
     return FinalExpect(step.outcome, step.message, **out)
+
+
+# -- engine-level commands -------------------------------------------------------------------
+
+def parse_command(ctx, table, node, parent) -> Command:
+    """Parse a scenario's ``command:`` mapping (``{sql: DELETE, where: "id = 1"}``) into a
+    ``models.commands_spec.Command`` (the model's data; the parsing lives with the format)."""
+    node = ctx.mapping(node, "command", parent, "command")
+    kind = str(node.get("sql", "")).upper()
+    if kind not in COMMANDS:
+        raise ctx.fail(f"unknown command {node.get('sql')!r}; expected one of "
+                       f"{', '.join(COMMANDS)}", node, "sql" if "sql" in node else None)
+    ctx.keys(node, COMMAND_KEYS[kind] | {"sql"}, f"a {kind} command")
+    where = _filter(ctx, table, node, "where") if "where" in node else None
+    rows = _rows(ctx, table, node["rows"], node, "rows") if "rows" in node else ()
+    if kind in (INSERT, MERGE, OVERWRITE_PARTITIONS) and not rows:
+        raise ctx.fail(f"{kind} needs rows", node)
+    sets = ()
+    if kind == UPDATE:
+        snode = ctx.mapping(node.get("set"), "UPDATE set", node, "set")
+        types = table.schema.types()
+        for col, value in snode.items():
+            if col not in types:
+                raise ctx.fail(f"UPDATE sets unknown column {col!r}", snode, col)
+            _check_value(ctx, types[col], value, snode, col, f"column {col}")
+        sets = tuple(sorted(snode.items()))
+    on = ()
+    if kind == MERGE:
+        onode = ctx.seq(node.get("on"), "MERGE on", node, "on")
+        on = tuple(str(c) for c in onode)
+        for c in on:
+            if c not in table.schema.names:
+                raise ctx.fail(f"MERGE on unknown column {c!r}", node, "on")
+    return Command(kind, where, sets, rows, on, str(node.get("where", "")))

@@ -137,3 +137,38 @@ def read_text(path: str, what: str = "file") -> str:
 
 def load_yaml_file(path: str) -> Any:
     return load_yaml(read_text(path), path)
+
+
+class Ctx:
+    """Parsing context of a line-aware YAML document: the file path, and helpers that check a
+    node's shape and fail with an ``InputError`` naming the file and the node's line. Shared by
+    every YAML format (scenarios, profiles, pipelines)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, message: str, node: Any = None, key: Any = None) -> InputError:
+        line = None
+        if isinstance(node, LineDict):
+            line = node.line_of(key) if key is not None else node.line
+        elif isinstance(node, LineList):
+            line = node.line_of(key) if isinstance(key, int) else node.line
+        elif isinstance(node, int):
+            line = node
+        return InputError(message, self.path, line)
+
+    def mapping(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineDict:
+        if not isinstance(node, LineDict):
+            raise self.fail(f"{what} must be a mapping, got {type(node).__name__}", parent, key)
+        return node
+
+    def seq(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineList:
+        if not isinstance(node, LineList):
+            raise self.fail(f"{what} must be a list, got {type(node).__name__}", parent, key)
+        return node
+
+    def keys(self, node: LineDict, allowed: set[str], what: str) -> None:
+        for k in node:
+            if k not in allowed:
+                raise self.fail(f"unknown key {k!r} in {what}; expected one of "
+                                f"{', '.join(sorted(allowed))}", node, k)

@@ -1,6 +1,5 @@
 """Every built-in scenario (scenarios/builtin/) passes on the model (each asserts what Java does)."""
 
-import glob
 import os
 
 import pytest

@@ -1,3 +1,0 @@
-from icecheck.cli.main import entry
-
-entry()

@@ -1,1 +1,0 @@
-"""The ``icecheck`` command line (click + rich)."""

@@ -1,0 +1,6 @@
+"""The explorer's one error, shared by the session and its path search (explorer/bfs.py) so
+that neither imports the other."""
+
+
+class SessionError(ValueError):
+    """A path or an action the session cannot take (the web page answers it with HTTP 400)."""
