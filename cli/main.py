@@ -20,9 +20,16 @@ def scenario() -> None:
 
 @scenario.command("run")
 @click.argument("files", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON verdict per scenario.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list, one verdict per scenario (docs/scenario-format.md): "
+                   "outcomes, live files, rows, failed expectations and violated properties.")
 def scenario_run(files: tuple[str, ...], as_json: bool) -> None:
-    """Run scenario FILES (or folders of them) and print each verdict."""
+    """Run scenario FILES (or folders of them) and print each verdict, with the properties
+    (undelete, lost write, duplicate keys, ...) its final table violates.
+
+    Exit 1 if an expectation of a scenario fails, 0 otherwise: the properties are reported
+    (each labelled must-hold, known finding or allowed under the scenario's profile), since a
+    scenario may reproduce an anomaly on purpose."""
     from icecheck.scenarios.format import load_scenarios
     from icecheck.scenarios.runner import run_scenario
 
@@ -49,6 +56,13 @@ def _print_verdict(v) -> None:
                      f"live delete files: {v.live_delete_files}"), markup=True)
     for f in v.failures:
         out.print(f"     [red]✗ {escape(f)}[/]", markup=True)
+    labels = {"must_hold": "[bold red]VIOLATED[/]", "known_finding": "[bold yellow]KNOWN FINDING[/]",
+              "allowed": "[yellow]allowed anomaly[/]", "raw": "[yellow]anomaly[/]"}
+    for p in v.properties:
+        out.print(f"     {labels.get(p['status'], p['status'])} {escape(p['property'])}: "
+                  f"{escape(p['message'])}", markup=True)
+        if p["status"] != "must_hold":
+            out.print(f"       ({escape(p['reason'])})", markup=True)
 
 
 @main.command()

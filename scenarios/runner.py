@@ -47,6 +47,10 @@ class Verdict:
     steps: list[StepVerdict]
     failures: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    # the properties violated by the final state: {property, status, message}, where status is
+    # must_hold | known_finding | allowed (properties/expectations.yaml) or "raw" (a scenario
+    # of raw operations, which no engine profile chose)
+    properties: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -58,6 +62,7 @@ class Verdict:
             "live_data_files": self.live_data_files, "live_delete_files": self.live_delete_files,
             "rows": self.rows, "steps": [s.as_json() for s in self.steps],
             "actions": self.actions, "passed": self.passed, "failures": self.failures,
+            "properties": self.properties,
         }
 
 
@@ -190,4 +195,25 @@ def execute_scenario(scenario: Scenario, config: ModelConfig | None = None) -> t
         want = sorted([list(r) for r in exp.rows], key=repr)
         if rows != want:
             verdict.failures.append(f"rows: expected {want}, got {rows}")
+    if has_rows:
+        verdict.properties = judge_properties(scenario, run.model, state)
     return verdict, state
+
+
+def judge_properties(scenario: Scenario, model, state: State) -> list[dict]:
+    """The properties the scenario's final state violates, each with its status under the
+    scenario's profile, catalog and format (the same judgement as every exploration), so a
+    user's own scenario reports an undelete, a lost write or a duplicate key in words."""
+    from icecheck.properties import evaluate, expectation
+
+    key = "id" if "id" in scenario.table.schema.names else scenario.table.schema.names[0]
+    out = []
+    for v in evaluate(model, state, key):
+        if scenario.profile is None:
+            status, reason = "raw", "raw operations: no engine profile chose their validations"
+        else:
+            e = expectation(scenario.profile, scenario.catalog, scenario.table.format_version, v)
+            status, reason = e.status, e.reason
+        out.append({"property": v.property, "status": status, "message": v.message,
+                    "reason": reason})
+    return out

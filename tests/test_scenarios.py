@@ -27,3 +27,24 @@ def test_scenario_ids_are_unique():
     ids = [load_scenario(p).id for p in FILES]
     dupes = {i for i in ids if ids.count(i) > 1}
     assert not dupes
+
+
+def test_scenario_run_judges_properties():
+    """`icecheck scenario run` reports the properties a scenario's final table violates, with
+    their status under its profile, in the text and in --json."""
+    import json
+
+    from click.testing import CliRunner
+
+    from icecheck.cli.main import main
+
+    path = os.path.join(BUILTIN_DIR, "commands", "spark-mor-si-undelete.yaml")
+    r = CliRunner().invoke(main, ["scenario", "run", "--json", path])
+    assert r.exit_code == 0, r.output
+    (doc,) = json.loads(r.stdout)
+    props = {p["property"]: p for p in doc["properties"]}
+    assert props["undelete"]["status"] == "known_finding"
+    assert "banana" in props["undelete"]["message"]
+    serial = os.path.join(BUILTIN_DIR, "commands", "spark-mor-serializable-prevents-undelete.yaml")
+    r = CliRunner().invoke(main, ["scenario", "run", serial])
+    assert r.exit_code == 0 and "VIOLATED" not in r.output and "KNOWN FINDING" not in r.output
