@@ -311,6 +311,11 @@ def _run_random(n: int, seed: int | None, catalog, allowlist, as_json: bool,
             out.print(f"  minimal scenario (saved to {escape(f.saved or '-')}):")
             out.print(escape(doc_yaml(f.minimal_doc or f.first_doc)))
         tp = doc["throughput"]
+        if res.features:
+            out.print("\nper feature (scenarios using it): compared / agree / disagree / other")
+            for feature, row in sorted(res.features.items()):
+                out.print(f"  {feature:20} {row['compared']:5} {row['agree']:5} "
+                          f"{row['disagree']:5} {row['other']:5}")
         out.print(f"\nseed {seed}: {res.scenarios} scenarios ({res.rejected} rejected by the "
                   f"parser), {res.compared} compared: {res.agreements} agree, "
                   f"{res.disagreements} disagree, {res.allowed} allowed, {res.skipped} skipped, "

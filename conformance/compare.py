@@ -52,7 +52,7 @@ DEFAULT_MODEL_VERSION = (1, 10)
 
 # ----------------------------------------------------------------------------- messages
 
-_ID_RE = re.compile(r"\b(snapshot|ancestor|snapshot id)\s+-?\d+")
+_ID_RE = re.compile(r"\b(snapshot|Snapshot|ancestor|ancestor of|snapshot id|Cannot expire)\s+-?\d+")
 
 
 _PARTITION_SET_RE = re.compile(r"(matching partitions \[)([^\]]*)(\])")
@@ -266,6 +266,9 @@ def _judge(c: Comparison, plan: Plan, run: JavaRun) -> None:
     if run.live_delete_files != plan.live_delete_files:
         c.differences.append(f"live delete files: model {plan.live_delete_files}, "
                              f"java {run.live_delete_files}")
+    if run.deleted_files != plan.deleted_files:
+        c.differences.append(f"files deleted by expiry: model {plan.deleted_files}, "
+                             f"java {run.deleted_files}")
     if c.differences:
         c.status = DISAGREE
 

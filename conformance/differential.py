@@ -215,6 +215,17 @@ def scenario_docs(draw) -> dict:
         else:
             steps.append({"commit": operation()})
 
+    # ExpireSnapshots (explicit ids) racing the writers: drawn last, so the scenarios of a seed
+    # without it are the ones earlier versions drew. Ordinals name snapshots in commit order;
+    # one that is the head then, or that does not exist, exercises Java's refusal / no-op.
+    n_expire = draw(st.integers(0, 2))
+    for _ in range(n_expire):
+        at = draw(st.integers(1, len(steps)))
+        commits_before = sum(1 for s_ in steps[:at] if "commit" in s_)
+        picks = draw(st.lists(st.integers(1, max(1, commits_before)), min_size=1, max_size=2,
+                              unique=True))
+        steps.insert(at, {"commit": {"op": "expire_snapshots", "snapshots": sorted(picks)}})
+
     doc: dict[str, Any] = {"version": 1, "id": "random", "table": {
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}
     if spec:
@@ -222,6 +233,16 @@ def scenario_docs(draw) -> dict:
     doc["files"] = files
     doc["steps"] = steps
     return doc
+
+
+def doc_features(doc: dict) -> list[str]:
+    """The operation kinds a scenario document uses, sorted (its features, for the report)."""
+    kinds = set()
+    for step in doc.get("steps", []):
+        op = step["commit"] if isinstance(step.get("commit"), dict) else step
+        if isinstance(op, dict) and "op" in op:
+            kinds.add(op["op"])
+    return sorted(kinds)
 
 
 def doc_yaml(doc: dict, header: str = "") -> str:
@@ -271,6 +292,9 @@ class DifferentialResult:
     model_seconds: float = 0.0
     java_seconds: float = 0.0
     compared: int = 0          # scenarios run on both sides (not skipped)
+    # per feature (an operation kind the scenario uses): scenarios compared, agreements,
+    # disagreements (docs/conformance-java.md's per-feature table)
+    features: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def java_rate(self) -> float:
@@ -293,6 +317,7 @@ class DifferentialResult:
             "disagreements": self.disagreements, "allowed": self.allowed,
             "skipped": self.skipped, "errors": self.errors, "rejected": self.rejected,
             "skip_reasons": self.skip_reasons,
+            "features": {k: dict(v) for k, v in sorted(self.features.items())},
             "throughput": {
                 "java_scenarios_per_s": round(self.java_rate, 2),
                 "java_replay_only_scenarios_per_s": round(self.java_only_rate, 2),
@@ -360,6 +385,13 @@ def run_differential(n: int, seed: int, *, catalog: str | None = None, allowlist
             res.skip_reasons[key] = res.skip_reasons.get(key, 0) + 1
         elif c.status == ERROR:
             res.errors += 1
+        if c.status != SKIPPED:
+            for feature in doc_features(doc):
+                row = res.features.setdefault(feature, {"compared": 0, "agree": 0,
+                                                        "disagree": 0, "other": 0})
+                row["compared"] += 1
+                key = {AGREE: "agree", DISAGREE: "disagree"}.get(c.status, "other")
+                row[key] += 1
         if c.status in (DISAGREE, ERROR):
             if c.status == DISAGREE:
                 res.disagreements += 1

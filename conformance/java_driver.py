@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -26,8 +27,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
-from ..models.operations import (APPEND, DELETE_FILES, FAST_APPEND, KIND_ALIASES, OVERWRITE,
-                                 REPLACE_PARTITIONS, REWRITE, ROW_DELTA, Operation)
+from ..models.operations import (APPEND, DELETE_FILES, EXPIRE_SNAPSHOTS, FAST_APPEND,
+                                 KIND_ALIASES, OVERWRITE, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
+                                 Operation)
 from ..models.table import TableConfig
 from .java_gateway import get_gateway
 
@@ -54,6 +56,12 @@ FAST_RETRY_PROPERTIES = {
 _VALIDATION_EXC = "org.apache.iceberg.exceptions.ValidationException"
 _COMMIT_FAILED_EXC = "org.apache.iceberg.exceptions.CommitFailedException"
 _COMMIT_UNKNOWN_EXC = "org.apache.iceberg.exceptions.CommitStateUnknownException"
+_ILLEGAL_ARGUMENT_EXC = "java.lang.IllegalArgumentException"
+# IllegalArgumentExceptions of a commit's own checks (never retried), which the model reports as
+# validation_failed: RemoveSnapshots.internalApply's refusal (check expire_refs,
+# models/expire.py) and BaseRowDelta.validate's starting-snapshot ancestry (starting_ancestor).
+_REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
+                         r"Snapshot -?\d+ is not an ancestor of -?\d+$)")
 
 # Java calls each validation switch maps to, per operation kind (docs/scenario-format.md).
 _SWITCH_KINDS = {
@@ -159,6 +167,9 @@ class JavaTable:
         self._ice = self.jvm.org.apache.iceberg
         self.warehouse = Path(tempfile.mkdtemp(prefix="icecheck-java-", dir=warehouse_parent))
         self._closed = False
+        self.snapshot_order: list[int] = []     # snapshot ids in commit order (note_commit)
+        self._placeholders: set[str] = set()    # model files with a placeholder object
+        self._seen_snapshots: set[int] = set()
         self._catalogs: list[Any] = []
         self._real: dict[str, str] = {}     # model name -> real path
         self._names: dict[str, str] = {}    # real path -> model name
@@ -256,6 +267,24 @@ class JavaTable:
             pass
 
     # -- public API
+
+    def note_commit(self) -> None:
+        """Record the snapshots the last commit added, in commit order (``snapshot_order``).
+
+        Scenarios name snapshots by their position in the table's commit order (an
+        ``expire_snapshots`` step's ``snapshots``); the driver commits one operation at a time,
+        so the new snapshots after each commit are that commit's."""
+        table = self.load()
+        new = [s for s in table.snapshots() if s.snapshotId() not in self._seen_snapshots]
+        for snap in sorted(new, key=lambda s: s.sequenceNumber()):
+            self._seen_snapshots.add(snap.snapshotId())
+            self.snapshot_order.append(snap.snapshotId())
+
+    def deleted_files(self) -> list[str]:
+        """Model names of the data and delete files whose placeholder object is gone (deleted
+        by Java's ExpireSnapshots clean-up), sorted."""
+        return sorted(self.name_of(self.real_path(n)) for n in self._placeholders
+                      if not Path(self.real_path(n)).exists())
 
     def writer(self, name: str) -> "JavaWriter":
         """A writer with its own catalog instance (so its table object is its own)."""
@@ -362,6 +391,12 @@ class JavaTable:
         key = (f.path, f)
         jf = self._java_files.get(key)
         if jf is None:
+            # a placeholder object at the file's path, so that ExpireSnapshots' clean-up has
+            # something to delete and ``deleted_files`` can see what it deleted
+            placeholder = Path(self.real_path(f.path))
+            placeholder.parent.mkdir(parents=True, exist_ok=True)
+            placeholder.touch()
+            self._placeholders.add(f.path)
             jf = self._build_data_file(f) if not f.is_delete else self._build_delete_file(f)
             self._java_files[key] = jf
         return jf
@@ -535,6 +570,7 @@ class JavaWriter:
         try:
             self._update.commit()
             outcome: tuple[str, str | None] = (COMMITTED, None)
+            self.table.note_commit()
         except Py4JJavaError as exc:
             outcome = self._classify(exc.java_exception)
         except Py4JError as exc:
@@ -559,6 +595,8 @@ class JavaWriter:
                 return COMMIT_FAILED, msg
             if cls == _COMMIT_UNKNOWN_EXC:
                 return COMMIT_UNKNOWN, msg
+            if cls == _ILLEGAL_ARGUMENT_EXC and _REFUSED_RE.match(msg):
+                return VALIDATION_FAILED, msg
             cur, depth = cur.getCause(), depth + 1
         return ERROR, f"{top_cls}: {self.table.readable(top_msg or '')}"
 
@@ -622,6 +660,14 @@ class JavaWriter:
             u = jtable.newReplacePartitions()
             for f in op.add_data:
                 u.addFile(jf(f))
+        elif kind == EXPIRE_SNAPSHOTS:
+            # RemoveSnapshots with explicit ids (ReachableFileCleanup); ordinals index the
+            # table's commit order as this driver saw it (JavaTable.note_commit)
+            u = jtable.expireSnapshots()
+            for n in op.expire:
+                if 1 <= n <= len(t.snapshot_order):
+                    u.expireSnapshotId(t.snapshot_order[n - 1])
+            return u
         else:
             raise JavaDriverError(f"unknown operation kind {op.kind!r}")
 
@@ -673,6 +719,7 @@ class JavaWriter:
             REWRITE: {"add_data", "delete_data", "add_deletes", "remove_deletes"},
             DELETE_FILES: {"delete_data", "row_filter"},
             REPLACE_PARTITIONS: {"add_data"},
+            EXPIRE_SNAPSHOTS: set(),
         }.get(kind)
         if allowed is None:
             problems.append(f"unknown operation kind {op.kind!r}")

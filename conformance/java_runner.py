@@ -29,6 +29,7 @@ from typing import Iterable
 
 from icecheck.models import catalog as cat
 from icecheck.models import system as sm
+from icecheck.models.files import DataFile, DeleteFile
 from icecheck.models.operations import Operation
 from icecheck.models.reads import live_file_paths
 from icecheck.models.system import Action, Model, ModelConfig
@@ -72,6 +73,8 @@ class Plan:
     live_delete_files: list[str]
     skip: str | None = None
     model_seconds: float = 0.0
+    # data and delete files the model's ExpireSnapshots clean-up deleted from the object store
+    deleted_files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +89,7 @@ class JavaRun:
     outcomes: dict[tuple[str, int], JavaOutcome] = field(default_factory=dict)
     live_data_files: list[str] = field(default_factory=list)
     live_delete_files: list[str] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -135,9 +139,12 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
         if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED, sm.COMMIT_UNKNOWN):
             timed.append((op.java_at, 1, "commit", op))
     timed.sort(key=lambda e: (e[0], e[1]))
-    data, deletes = live_file_paths(state.store, state.metadata.current)
+    archive = state.store.archive()
+    data, deletes = live_file_paths(archive, archive[state.catalog.pointer].current)
+    deleted = sorted(p for p in state.store.deleted
+                     if isinstance(archive[p], (DataFile, DeleteFile)))
     return Plan(config.table, tuple(config.setup), ops, [(kind, op) for _, _, kind, op in timed],
-                list(data), list(deletes), skip, time.perf_counter() - t0)
+                list(data), list(deletes), skip, time.perf_counter() - t0, deleted)
 
 
 def run_plan(plan: Plan, catalog: str = "hadoop", *, table: TableConfig | None = None) -> JavaRun:
@@ -175,5 +182,6 @@ def run_plan(plan: Plan, catalog: str = "hadoop", *, table: TableConfig | None =
             else:                                 # begun, never committed (crashed / unfinished)
                 run.outcomes[key] = JavaOutcome(op.outcome, None)
         run.live_data_files, run.live_delete_files = jt.live_files()
+        run.deleted_files = jt.deleted_files()
     run.seconds = time.perf_counter() - t0
     return run

@@ -19,8 +19,10 @@ ROW_DELTA = "row_delta"        # BaseRowDelta
 REWRITE = "rewrite"            # BaseRewriteFiles
 DELETE_FILES = "delete_files"  # StreamingDelete
 REPLACE_PARTITIONS = "replace_partitions"  # BaseReplacePartitions
+EXPIRE_SNAPSHOTS = "expire_snapshots"      # RemoveSnapshots (table.expireSnapshots()), models/expire.py
 
-KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS)
+KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
+         EXPIRE_SNAPSHOTS)
 KIND_ALIASES = {"merge_append": APPEND}
 
 JAVA_NAMES = {
@@ -31,6 +33,7 @@ JAVA_NAMES = {
     REWRITE: "RewriteFiles",
     DELETE_FILES: "DeleteFiles",
     REPLACE_PARTITIONS: "ReplacePartitions",
+    EXPIRE_SNAPSHOTS: "ExpireSnapshots",
 }
 
 
@@ -87,6 +90,10 @@ class Operation:
     remove_deletes: tuple[DeleteFile, ...] = ()
     row_filter: Expr | None = None
     validations: Validations = field(default_factory=Validations)
+    # ExpireSnapshots: the snapshots to expire (``expireSnapshotId``), named by their position in
+    # the table's commit order (1 = the first snapshot ever committed), since real snapshot ids
+    # are random; resolved against the snapshot log when the expiry applies (models/expire.py).
+    expire: tuple[int, ...] = field(default=(), metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -96,6 +96,15 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
             if op.delete_data:
                 validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent)
     elif op.kind == ops.ROW_DELTA:
+        if starting_id is not None and all(
+                s.snapshot_id != starting_id for s in base.ancestors(parent.snapshot_id)):
+            # BaseRowDelta.validate: Preconditions.checkArgument(SnapshotUtil.isAncestorOf(
+            # parent, startingSnapshotId, base::snapshot), ...): once ExpireSnapshots removed the
+            # starting snapshot (or one between it and the head), the walk cannot reach it. An
+            # IllegalArgumentException in Java, never retried; only RowDelta checks this.
+            raise ValidationFailed(
+                "starting_ancestor",
+                f"Snapshot {starting_id} is not an ancestor of {parent.snapshot_id}")
         if v.data_files_exist:
             validate_data_files_exist(*args, v.data_files_exist, not v.deleted_files, expr, parent)
         if v.no_conflicting_data_files:
@@ -227,7 +236,11 @@ def _merge(manifests: list[Manifest], writer: _ManifestWriter, min_count: int) -
 
 def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                      *, snapshot_id: int, writer_name: str, metadata_path: str,
-                     starting_id: int | None) -> Produced:
+                     starting_id: int | None, starting_sequence: int | None = None) -> Produced:
+    """Apply ``op`` to ``base``. ``starting_sequence`` is the sequence number of the writer's
+    starting snapshot as it read it when it began (Spark passes it to
+    ``RewriteFiles.dataSequenceNumber`` at planning time), so an expiry of that snapshot does not
+    change it; None: look it up in ``base``."""
     parent = base.current
     seq = base.last_sequence_number + 1
     mw = _ManifestWriter(f"snap-{snapshot_id}", snapshot_id, seq)
@@ -258,7 +271,8 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     #    a compaction that keeps it).
     data_seq = seq
     if op.kind == ops.REWRITE and op.validations.starting_sequence_number:
-        data_seq = starting_sequence_number(base, starting_id)
+        data_seq = (starting_sequence if starting_sequence is not None
+                    else starting_sequence_number(base, starting_id))
     new_data = [mw.write(DATA_MANIFEST, [ManifestEntry(ADDED, snapshot_id, data_seq, seq, f)
                                          for f in op.add_data])] if op.add_data else []
 

@@ -2,6 +2,11 @@
 
 Writers only ever add objects under fresh names (Iceberg's file names carry UUIDs; ours carry
 the writer and a counter), so ``put`` refuses to overwrite: an attempt to do so is a model bug.
+
+Objects can be deleted (ExpireSnapshots' file clean-up, ``delete_all``): a deleted object is gone
+for every reader of the store (``store[path]`` raises KeyError, iteration skips it), exactly as
+on S3. The analysis of what a run *did* still needs the objects a deleted snapshot pointed at,
+so ``archive()`` gives a read-only view that includes them; the model itself never reads it.
 """
 
 from __future__ import annotations
@@ -10,20 +15,45 @@ from typing import Any, Iterator, Mapping
 
 
 class ObjectStore(Mapping[str, Any]):
-    __slots__ = ("_objects", "_hash")
+    __slots__ = ("_objects", "_hash", "_deleted")
 
-    def __init__(self, objects: Mapping[str, Any] | None = None):
+    def __init__(self, objects: Mapping[str, Any] | None = None,
+                 deleted: frozenset[str] = frozenset()):
         self._objects: dict[str, Any] = dict(objects or {})
         self._hash: int | None = None
+        self._deleted: frozenset[str] = deleted
 
     def __getitem__(self, path: str) -> Any:
+        if path in self._deleted:
+            raise KeyError(path)
         return self._objects[path]
 
+    def __contains__(self, path: object) -> bool:
+        return path in self._objects and path not in self._deleted
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._objects)
+        if not self._deleted:
+            return iter(self._objects)
+        return (p for p in self._objects if p not in self._deleted)
 
     def __len__(self) -> int:
-        return len(self._objects)
+        return len(self._objects) - len(self._deleted)
+
+    @property
+    def deleted(self) -> frozenset[str]:
+        """Paths of objects that were written and later deleted."""
+        return self._deleted
+
+    def delete_all(self, paths) -> "ObjectStore":
+        """The store without ``paths`` (paths that do not exist are ignored, as FileIO does)."""
+        gone = frozenset(p for p in paths if p in self._objects) | self._deleted
+        if gone == self._deleted:
+            return self
+        return ObjectStore(self._objects, gone)
+
+    def archive(self) -> Mapping[str, Any]:
+        """Every object ever written, deleted ones included (for the history analysis only)."""
+        return self._objects
 
     def put_all(self, objects: Mapping[str, Any]) -> "ObjectStore":
         clash = [p for p in objects if p in self._objects and self._objects[p] != objects[p]]
@@ -31,17 +61,17 @@ class ObjectStore(Mapping[str, Any]):
             raise AssertionError(f"object store paths are immutable, rewritten: {clash}")
         merged = dict(self._objects)
         merged.update(objects)
-        return ObjectStore(merged)
+        return ObjectStore(merged, self._deleted)
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset(self._objects.items()))
+            self._hash = hash((frozenset(self._objects.items()), self._deleted))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ObjectStore):
             return NotImplemented
-        return self._objects == other._objects
+        return self._objects == other._objects and self._deleted == other._deleted
 
     def __repr__(self) -> str:
         return f"ObjectStore({sorted(self._objects)})"

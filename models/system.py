@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Callable
 
 from . import catalog as cat
+from . import expire as exp
+from .operations import EXPIRE_SNAPSHOTS
 from .metadata import TableMetadata
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
@@ -181,7 +183,10 @@ class NothingToDo(Exception):
 def canonical(value: Any) -> Any:
     """A deterministic, hash-seed-independent structure for digests."""
     if isinstance(value, ObjectStore):
-        return [[k, canonical(value[k])] for k in sorted(value)]
+        out = [[k, canonical(value[k])] for k in sorted(value)]
+        if value.deleted:  # only expiry deletes objects; older traces never did
+            out.append(["deleted", sorted(value.deleted)])
+        return out
     if is_dataclass(value) and not isinstance(value, type):
         # a field marked digest_omit_default (added after traces were recorded) is left out
         # while it holds its default, so recorded digests stay valid
@@ -328,6 +333,13 @@ class Model:
 
     def _validate(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
+        if op.kind == EXPIRE_SNAPSHOTS:
+            # RemoveSnapshots.internalApply's precondition on the refreshed metadata
+            try:
+                exp.expire(state.metadata_at(w.refreshed_path), op.expire, "")
+            except ValidationFailed as e:
+                return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
+            return self._put_writer(state, replace(w, phase=VALIDATED))
         if op.validations.validate_on_first_attempt or w.attempt > 0:
             base = state.metadata_at(w.refreshed_path)
             try:
@@ -341,10 +353,21 @@ class Model:
         n = w.metadata_writes + 1
         snapshot_id = w.slot * 1000 + n
         path = f"v{base.version + 1}-{w.name}-{n}.metadata.json"
+        if w.operation.kind == EXPIRE_SNAPSHOTS:
+            meta = exp.expire(base, w.operation.expire, path)
+            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
+                        metadata_writes=n)
+            return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         try:
+            start_id = self._starting_id(w)
+            start_seq = None
+            if start_id is not None and w.base_path is not None:
+                began = state.metadata_at(w.base_path).snapshot(start_id)
+                start_seq = began.sequence_number if began is not None else None
             produced = produce_snapshot(state.store, self.table, base, w.operation,
                                         snapshot_id=snapshot_id, writer_name=w.name,
-                                        metadata_path=path, starting_id=self._starting_id(w))
+                                        metadata_path=path, starting_id=start_id,
+                                        starting_sequence=start_seq)
         except ValidationFailed as e:
             return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
                                 e.message, e.check)
@@ -362,6 +385,13 @@ class Model:
         result = self._swap(state, w)
         new = state.metadata_at(w.pending_path)
         if result.applied:
+            store = None
+            if w.operation.kind == EXPIRE_SNAPSHOTS:
+                # RemoveSnapshots.cleanExpiredSnapshots: ReachableFileCleanup after the commit
+                base = state.metadata_at(w.refreshed_path)
+                store = state.store.delete_all(exp.files_to_delete(state.store, base, new))
+                return self._finish(state, w, COMMITTED, None, applied=True,
+                                    catalog=result.catalog, store=store)
             return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,
                                 seq=new.last_sequence_number, applied=True, catalog=result.catalog)
         if w.attempt < self.table.max_retries:

@@ -79,7 +79,8 @@ def validation_history(store: Mapping, base: TableMetadata, starting_id: int | N
     if last is not None and last.parent_id != starting_id:
         raise ValidationFailed(
             "history",
-            f"Cannot determine history between starting snapshot {starting_id} "
+            f"Cannot determine history between starting snapshot "
+            f"{'null' if starting_id is None else starting_id} "
             f"and the last known ancestor {last.snapshot_id}")
     return Window(tuple(manifests), frozenset(new_ids))
 

@@ -7,7 +7,7 @@
     split_expected(profile, catalog, format_version, violations) -> (unexpected, allowed)
 
 Properties (``PROPERTIES``): lost_write, undelete, dangling_deletes, duplicate_keys,
-metadata_integrity, consistent_read, isolation. See each module's docstring for its definition.
+metadata_integrity, consistent_read, isolation, readable. See each module's docstring for its definition.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import networkx as nx
 from icecheck.models.system import Model, State
 
 from . import (consistent, dangling, duplicates, integrity, isolation, lost_write, reachability,
-               undelete)
+               readable, undelete)
 from .analysis import analyze
 from .expectations import Expectation, expectation, split_expected
 from .reachability import EVENTS, SITUATIONS
@@ -34,6 +34,7 @@ _CHECKS = (
     ("metadata_integrity", integrity.check),
     ("consistent_read", consistent.check),
     ("isolation", isolation.check),
+    ("readable", readable.check),
 )
 
 

@@ -51,7 +51,7 @@ def check(a: Analysis) -> list[Violation]:
                 remover = h.lineage_ops[removed_at] if removed_at is not None else None
                 adder = h.by_snapshot.get(d.snapshot_id)
                 deleted_rows = []
-                dfile = h.state.store.get(target)
+                dfile = h.store.get(target)
                 if dfile is not None and dfile.rows is not None:
                     deleted_rows = [dfile.rows[p] for t, p in f.positions
                                     if t == target and p < len(dfile.rows)]

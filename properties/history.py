@@ -76,6 +76,13 @@ class History:
     _rows: dict[Any, list] = field(default_factory=dict)
 
     @property
+    def store(self):
+        """Every object the run wrote, including those ExpireSnapshots deleted: the history of
+        what was committed does not change when its files are cleaned up (the ``readable``
+        property checks what is still there)."""
+        return self.state.store.archive()
+
+    @property
     def columns(self) -> tuple[str, ...]:
         return self.model.table.schema.names
 
@@ -92,7 +99,7 @@ class History:
             return snap
         if self._snapshots is None:  # off-lineage (a lost commit): search every metadata file
             index: dict[int, Snapshot] = {}
-            for obj in self.state.store.values():
+            for obj in self.store.values():
                 if isinstance(obj, TableMetadata):
                     for s in obj.snapshots:
                         index.setdefault(s.snapshot_id, s)
@@ -112,18 +119,42 @@ class History:
         """Visible rows (RowVersion) of a snapshot, deletes applied; [] for the empty table."""
         if snapshot_id not in self._rows:
             snap = self.snapshot(snapshot_id)
-            self._rows[snapshot_id] = read_rows(self.state.store, snap, self.columns) if snap else []
+            self._rows[snapshot_id] = read_rows(self.store, snap, self.columns) if snap else []
         return self._rows[snapshot_id]
 
     def live_files(self, snapshot: Snapshot):
-        store = self.state.store
+        store = self.store
         return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
+
+
+def _lineage(state: State, meta: TableMetadata) -> list[Snapshot]:
+    """The current snapshot and its ancestors, oldest first. A snapshot that ExpireSnapshots
+    removed from the metadata is still part of the history: it is found in the metadata file
+    that listed it (metadata files are never deleted by expiry)."""
+    out: list[Snapshot] = []
+    index: dict[int, Snapshot] | None = None
+    sid = meta.current_snapshot_id
+    while sid is not None:
+        snap = meta.snapshot(sid)
+        if snap is None:
+            if index is None:
+                index = {}
+                for obj in state.store.archive().values():
+                    if isinstance(obj, TableMetadata):
+                        for s in obj.snapshots:
+                            index.setdefault(s.snapshot_id, s)
+            snap = index.get(sid)
+            if snap is None:
+                break
+        out.append(snap)
+        sid = snap.parent_id
+    out.reverse()
+    return out
 
 
 def build_history(model: Model, state: State) -> History:
     meta = state.metadata
-    lineage = list(meta.ancestors(meta.current_snapshot_id))
-    lineage.reverse()
+    lineage = _lineage(state, meta)
     ops: list[Op] = []
     by_snapshot: dict[int, Op] = {}
     for w in state.writers:

@@ -23,6 +23,8 @@ def check(a: Analysis) -> list[Violation]:
     for op in h.ops:
         if not op.acknowledged or op.record is None or op.snapshot_id in lineage_ids:
             continue
+        if op.snapshot_id is None:  # a commit that adds no snapshot (ExpireSnapshots)
+            continue
         snap = h.snapshot(op.snapshot_id)
         sibling = next((s for s in h.lineage if snap is not None and s.parent_id == snap.parent_id
                         and s.snapshot_id != snap.snapshot_id), None)

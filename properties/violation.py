@@ -8,7 +8,8 @@ VIOLATION = "violation"
 FINDING = "finding"
 
 PROPERTIES: tuple[str, ...] = ("lost_write", "undelete", "dangling_deletes", "duplicate_keys",
-                               "metadata_integrity", "consistent_read", "isolation")
+                               "metadata_integrity", "consistent_read", "isolation",
+                               "readable")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
 FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
              "equality_ids"}
 OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
-           "expect"}
+           "expect", "snapshots"}
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
@@ -40,7 +40,8 @@ VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicti
                  "deleted_data_files_by_filter"}
 PHASE_STEPS = ("write", "refresh", "validate", "write_metadata", "cas")
 EXPECT_KEYS = {"outcome", "message"}
-FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files", "rows"}
+FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files", "rows",
+                     "deleted_files", "readable"}
 OPS_ALLOWED_KEYS = {
     ops.APPEND: {"add"}, ops.FAST_APPEND: {"add"},
     ops.OVERWRITE: {"add", "delete", "row_filter"},
@@ -48,6 +49,7 @@ OPS_ALLOWED_KEYS = {
     ops.REWRITE: {"add", "delete", "add_deletes", "remove_deletes"},
     ops.DELETE_FILES: {"delete", "row_filter"},
     ops.REPLACE_PARTITIONS: {"add"},
+    ops.EXPIRE_SNAPSHOTS: {"snapshots"},
 }
 
 
@@ -78,6 +80,8 @@ class FinalExpect:
     live_data_files: tuple[str, ...] | None = None
     live_delete_files: tuple[str, ...] | None = None
     rows: tuple[tuple, ...] | None = None
+    deleted_files: tuple[str, ...] | None = None   # named files gone from the object store
+    readable: bool | None = None                   # the current metadata can be read in full
 
 
 @dataclass
@@ -403,7 +407,7 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
         raise ctx.fail(f"unknown operation {node.get('op')!r}; expected one of "
                        f"{', '.join(ops.KINDS)}", node, "op")
     ctx.keys(node, OP_KEYS | {"begin"}, f"a {kind} operation")
-    for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter"):
+    for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter", "snapshots"):
         if key in node and key not in OPS_ALLOWED_KEYS[kind]:
             raise ctx.fail(f"{kind} does not take {key!r} (it takes "
                            f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
@@ -423,6 +427,20 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                            f"{replaced} replaced records", node, "add")
     if kind == ops.REPLACE_PARTITIONS and not add:
         raise ctx.fail("replace_partitions needs at least one file to add", node, "op")
+    if kind == ops.EXPIRE_SNAPSHOTS:
+        if "validate" in node:
+            raise ctx.fail("expire_snapshots takes no validate (ExpireSnapshots has no "
+                           "validations)", node, "validate")
+        items = ctx.seq(node.get("snapshots"), "snapshots", node, "snapshots") \
+            if "snapshots" in node else None
+        if not items:
+            raise ctx.fail("expire_snapshots needs snapshots: [N, ...] (N = the N-th snapshot "
+                           "committed, from 1)", node, "snapshots" if "snapshots" in node else "op")
+        for i, n in enumerate(items):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ctx.fail(f"snapshots: {n!r} is not a snapshot number (1 = the first "
+                               f"snapshot committed)", items, i)
+        return Operation(kind, expire=tuple(int(n) for n in items))
     validations = parse_validations(ctx, table, files, node, kind, add_deletes)
     return Operation(kind, add, delete, add_deletes, remove_deletes, row_filter, validations)
 
@@ -601,10 +619,18 @@ def parse_final_expect(ctx: _Ctx, table: TableConfig, files: dict, node: Any,
     step = _step_expect(ctx, LineDict({k: node[k] for k in EXPECT_KEYS if k in node}), node) \
         if any(k in node for k in EXPECT_KEYS) else StepExpect()
     out = {}
-    for key in ("live_data_files", "live_delete_files"):
+    for key in ("live_data_files", "live_delete_files", "deleted_files"):
         if key in node:
             items = ctx.seq(node[key], key, node, key)
             out[key] = tuple(sorted(str(x) for x in items))
+    if "deleted_files" in node:
+        for i, name in enumerate(out["deleted_files"]):
+            if name not in files:
+                raise ctx.fail(f"unknown file {name!r} in deleted_files", node, "deleted_files")
+    if "readable" in node:
+        if not isinstance(node["readable"], bool):
+            raise ctx.fail("readable must be true or false", node, "readable")
+        out["readable"] = node["readable"]
     if "rows" in node:
         out["rows"] = _rows(ctx, table, node["rows"], node, "rows")
     return FinalExpect(step.outcome, step.message, **out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icecheck.models import system as sm
+from icecheck.models.expire import missing_objects
 from icecheck.models.reads import live_file_paths, read_rows
 from icecheck.models.system import Action, Model, ModelConfig, State, WriterProgram
 
@@ -51,6 +52,8 @@ class Verdict:
     # must_hold | known_finding | allowed (properties/expectations.yaml) or "raw" (a scenario
     # of raw operations, which no engine profile chose)
     properties: list[dict] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+    readable: bool = True
 
     @property
     def passed(self) -> bool:
@@ -63,6 +66,7 @@ class Verdict:
             "rows": self.rows, "steps": [s.as_json() for s in self.steps],
             "actions": self.actions, "passed": self.passed, "failures": self.failures,
             "properties": self.properties,
+            "deleted_files": self.deleted_files, "readable": self.readable,
         }
 
 
@@ -172,15 +176,21 @@ def execute_scenario(scenario: Scenario, config: ModelConfig | None = None) -> t
     for step in scenario.steps:
         run.run_step(step)
     state = run.state
-    snap = state.metadata.current
-    data, deletes = live_file_paths(state.store, snap)
+    # what the metadata says, read through the archive so that a table whose files expiry
+    # deleted can still be described; ``readable`` says whether a real reader could read it
+    archive = state.store.archive()
+    snap = archive[state.catalog.pointer].current
+    data, deletes = live_file_paths(archive, snap)
     has_rows = all(f.rows is not None for f in scenario.files.values() if not f.is_delete)
-    rows = sorted([list(r.values) for r in read_rows(state.store, snap, scenario.table.schema.names)],
+    rows = sorted([list(r.values) for r in read_rows(archive, snap, scenario.table.schema.names)],
                   key=repr) if has_rows else None
+    deleted = sorted(p for p in state.store.deleted if p in scenario.files)
+    readable = not missing_objects(state)
     last = run.verdicts[-1] if run.verdicts else None
     verdict = Verdict(scenario.id, scenario.path, last.outcome if last else None,
                       last.message if last else None, data, deletes, rows, run.verdicts,
-                      run.failures, [str(a) for a in run.actions])
+                      run.failures, [str(a) for a in run.actions], deleted_files=deleted,
+                      readable=readable)
     exp = scenario.expect
     if last is not None:
         run.judge(StepExpect(exp.outcome, exp.message), last, "final outcome")
@@ -191,6 +201,12 @@ def execute_scenario(scenario: Scenario, config: ModelConfig | None = None) -> t
     if exp.live_delete_files is not None and tuple(deletes) != exp.live_delete_files:
         verdict.failures.append(f"live delete files: expected {list(exp.live_delete_files)}, "
                                 f"got {deletes}")
+    if exp.deleted_files is not None and tuple(deleted) != exp.deleted_files:
+        verdict.failures.append(f"deleted files: expected {list(exp.deleted_files)}, got {deleted}")
+    if exp.readable is not None and readable != exp.readable:
+        missing = ", ".join(f"{w} {p}" for w, p, _ in missing_objects(state))
+        verdict.failures.append(f"readable: expected {exp.readable}, got {readable}"
+                                + (f" (missing: {missing})" if missing else ""))
     if exp.rows is not None:
         want = sorted([list(r) for r in exp.rows], key=repr)
         if rows != want:

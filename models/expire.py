@@ -1,0 +1,123 @@
+"""ExpireSnapshots (Java ``RemoveSnapshots``) with explicit snapshot ids, and the files it deletes.
+
+Java rules followed (Iceberg 1.10.2, core/src/main/java/org/apache/iceberg/):
+
+* ``RemoveSnapshots.commit()`` runs ``internalApply()`` inside the commit-retry loop: each attempt
+  refreshes the table (``this.base = ops.refresh()``) and removes the requested ids from *that*
+  metadata, so an expiry that loses its swap re-applies on the new head (retried only on
+  CommitFailedException, like every other commit).
+* ``internalApply()`` refuses an id that a retained ref points at: ``Preconditions.checkArgument(
+  refsForId == null, "Cannot expire %s. Still referenced by refs: %s", ...)`` (an
+  IllegalArgumentException, never retried); the model has only ``main``, so that is the current
+  snapshot. An id that is not (or no longer) in the table is ignored
+  (``TableMetadata.Builder.rewriteSnapshotsInternal``).
+* With explicit ids Java always cleans up with ``ReachableFileCleanup`` (``cleanExpiredSnapshots``:
+  ``incrementalCleanup = !specifiedSnapshotId && ...``), after the commit, comparing the metadata
+  the successful attempt started from with a fresh ``ops.refresh()``:
+  manifest lists of expired snapshots are deleted; manifests of expired snapshots that no retained
+  snapshot lists are deleted; and the files of those manifests' live entries (ADDED or EXISTING,
+  ``ManifestFiles.readPaths`` reads ``liveEntries()``; delete manifests too, since the manifest
+  projection has no content column and they are read as data manifests) that no live entry of a
+  retained manifest names are deleted. Metadata files are never deleted by expiry.
+
+What the model does not (yet) do: ``expireOlderThan`` / ``retainLast`` and the incremental
+clean-up they select, and the refresh between the commit and the clean-up (the model cleans up
+atomically with its swap, against the metadata it just committed).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .metadata import Manifest, ManifestList, TableMetadata
+from .validation import ValidationFailed
+
+
+def resolve(base: TableMetadata, ordinals: tuple[int, ...]) -> tuple[int, ...]:
+    """Snapshot ids of the ``ordinals`` (1 = the first snapshot committed) in ``base``'s log.
+
+    The model's snapshot log keeps every committed snapshot in commit order, expired ones too,
+    so positions never shift; an ordinal beyond the log names no snapshot and is ignored, as Java
+    ignores an unknown id.
+    """
+    log = base.snapshot_log
+    return tuple(log[k - 1] for k in ordinals if 1 <= k <= len(log))
+
+
+def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str) -> TableMetadata:
+    """RemoveSnapshots.internalApply on ``base``: the metadata without the expired snapshots."""
+    ids = resolve(base, ordinals)
+    for sid in ids:
+        if sid == base.current_snapshot_id:
+            raise ValidationFailed("expire_refs",
+                                   f"Cannot expire {sid}. Still referenced by refs: [main]")
+    gone = set(ids)
+    kept = tuple(s for s in base.snapshots if s.snapshot_id not in gone)
+    return TableMetadata(path, base.version + 1, base.format_version, base.last_sequence_number,
+                         base.current_snapshot_id, kept, base.snapshot_log)
+
+
+def _manifests(store: Mapping, snapshots) -> dict[str, Manifest]:
+    out: dict[str, Manifest] = {}
+    for snap in snapshots:
+        mlist: ManifestList = store[snap.manifest_list]
+        for path in mlist.manifests:
+            out.setdefault(path, store[path])
+    return out
+
+
+def files_to_delete(store: Mapping, before: TableMetadata, after: TableMetadata) -> list[str]:
+    """ReachableFileCleanup.cleanFiles(before, after): the paths expiry deletes, sorted."""
+    after_ids = {s.snapshot_id for s in after.snapshots}
+    expired = [s for s in before.snapshots if s.snapshot_id not in after_ids]
+    if not expired:
+        return []
+    out = {s.manifest_list for s in expired}
+    candidates = _manifests(store, expired)
+    current = _manifests(store, after.snapshots)
+    doomed = [m for path, m in candidates.items() if path not in current]
+    if doomed:
+        paths = {e.file.path for m in doomed for e in m.entries if e.is_live}
+        for m in current.values():
+            for e in m.entries:
+                if e.is_live:
+                    paths.discard(e.file.path)
+        out |= paths
+        out |= {m.path for m in doomed}
+    return sorted(out)
+
+
+def missing_objects(state) -> list[tuple[str, str, int | None]]:
+    """(what, path, snapshot id) of each object the current metadata needs that is gone.
+
+    A reader (or a time-travel query of any snapshot still in the metadata) opens the metadata
+    file, each snapshot's manifest list, its manifests, and the files of their live entries.
+    Position deletes' referenced data files are not needed: nothing opens a data file because a
+    delete names it. Used by the ``readable`` property and the scenario runner."""
+    store = state.store
+    out: list[tuple[str, str, int | None]] = []
+    path = state.catalog.pointer
+    if path not in store:
+        return [("metadata file", path, None)]
+    meta: TableMetadata = store[path]
+    seen: set[str] = set()
+    for snap in meta.snapshots:
+        if snap.manifest_list not in store:
+            out.append(("manifest list", snap.manifest_list, snap.snapshot_id))
+            continue
+        mlist: ManifestList = store[snap.manifest_list]
+        for mpath in mlist.manifests:
+            if mpath in seen:
+                continue
+            seen.add(mpath)
+            if mpath not in store:
+                out.append(("manifest", mpath, snap.snapshot_id))
+                continue
+            m: Manifest = store[mpath]
+            for e in m.entries:
+                if e.is_live and e.file.path not in seen:
+                    seen.add(e.file.path)
+                    if e.file.path not in store:
+                        out.append(("data file" if m.content == "data" else "delete file",
+                                    e.file.path, snap.snapshot_id))
+    return out

@@ -1,0 +1,31 @@
+"""Readable: the current metadata and every object it references still exist in the object store.
+
+A reader of the table (or of any snapshot still in its metadata, by time travel) opens the
+current metadata file, each snapshot's manifest list, each manifest it names, and the data and
+delete files of the live (ADDED or EXISTING) entries. Every one of them must still be in the store.
+Objects disappear only through deletions the model performs (ExpireSnapshots' file clean-up,
+``models/expire.py``); ``metadata_integrity`` cannot see them, since the history analysis reads
+deleted objects from the store's archive.
+
+Position deletes' referenced data files are not required: Iceberg never opens a data file
+because a delete names it.
+"""
+
+from __future__ import annotations
+
+from icecheck.models.expire import missing_objects
+
+from .analysis import Analysis
+from .violation import VIOLATION, Violation
+
+
+def check(a: Analysis) -> list[Violation]:
+    out = []
+    for what, path, sid in missing_objects(a.history.state):
+        where = f" of snapshot {sid}" if sid is not None else ""
+        out.append(Violation(
+            "readable",
+            f"The current table metadata references {what} {path}{where}, which no longer exists "
+            f"(deleted by snapshot expiry): reading the table fails.",
+            VIOLATION, {"object": what, "path": path, "snapshot_id": sid}))
+    return out

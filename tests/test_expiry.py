@@ -1,0 +1,116 @@
+"""ExpireSnapshots in the model: metadata, clean-up, the object store, readability, scenario input.
+
+The Java agreement of the built-in expiry scenarios is tested by
+tests/conformance/test_conform_java.py (every built-in scenario).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+from icecheck.models.expire import files_to_delete, missing_objects
+from icecheck.models.store import ObjectStore
+from icecheck.models.system import Model
+from icecheck.properties import evaluate, expectation
+from icecheck.scenarios import BUILTIN_DIR
+from icecheck.scenarios.errors import InputError
+from icecheck.scenarios.format import load_scenario, parse_scenario
+from icecheck.scenarios.runner import execute_scenario, model_config
+from icecheck.scenarios.yamlload import load_yaml
+
+EXPIRY = os.path.join(BUILTIN_DIR, "expiry")
+
+
+def _run(name):
+    sc = load_scenario(os.path.join(EXPIRY, name))
+    cfg = model_config(sc)
+    verdict, state = execute_scenario(sc, cfg)
+    return sc, cfg, verdict, state
+
+
+def test_store_delete_hides_objects_but_archive_keeps_them():
+    s = ObjectStore({"a": 1, "b": 2})
+    d = s.delete_all(["a", "nope"])
+    assert "a" not in d and "b" in d and len(d) == 1 and list(d) == ["b"]
+    with pytest.raises(KeyError):
+        d["a"]
+    assert d.archive()["a"] == 1
+    assert d != s and hash(d) != hash(s)
+    assert d.delete_all(["a"]) is d          # deleting again changes nothing
+    assert d.put_all({"c": 3}).deleted == frozenset({"a"})
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(EXPIRY, "*.yaml"))))
+def test_expiry_scenarios_pass(path):
+    sc = load_scenario(path)
+    verdict, _ = execute_scenario(sc, model_config(sc))
+    assert verdict.passed, verdict.failures
+
+
+def test_inside_window_is_history_failure_edge_is_not():
+    _, _, v, _ = _run("expire-inside-window-cannot-determine-history.yaml")
+    assert v.steps[-1].check == "history"
+    assert v.steps[-1].message.startswith("Cannot determine history between starting snapshot")
+    _, _, v, _ = _run("expire-starting-snapshot-window-still-known.yaml")
+    assert v.steps[-1].outcome == "committed"
+    _, _, v, _ = _run("rowdelta-starting-snapshot-expired-not-ancestor.yaml")
+    assert v.steps[-1].check == "starting_ancestor"
+
+
+def test_cleanup_keeps_what_a_retained_snapshot_lists():
+    _, _, v, state = _run("expire-while-pending-reapplies-on-new-head.yaml")
+    assert v.deleted_files == []
+    # only snapshot 1's manifest list went
+    assert sorted(state.store.deleted) == ["snap-1001.avro"]
+    _, _, v, state = _run("expire-deletes-file-pending-delete-references.yaml")
+    assert v.deleted_files == ["a1"]
+    assert not missing_objects(state)
+
+
+def test_files_to_delete_is_empty_without_expired_snapshots():
+    _, _, _, state = _run("expire-current-snapshot-refused.yaml")
+    meta = state.metadata
+    assert files_to_delete(state.store, meta, meta) == []
+
+
+def test_readable_property_catches_stale_writer_on_lww():
+    _, cfg, v, state = _run("stale-writer-after-expiry-unreadable-lww.yaml")
+    assert v.readable is False
+    found = [x for x in evaluate(Model(cfg), state) if x.property == "readable"]
+    assert {x.details["object"] for x in found} == {"manifest list", "manifest"}
+    # allowed only because the catalog is last-writer-wins; must hold for a CAS catalog
+    assert expectation(None, "last_writer_wins", 2, found[0]).status == "allowed"
+    assert expectation(None, "cas", 2, found[0]).status == "must_hold"
+
+
+def test_expiry_leaves_no_false_violation():
+    for name in ("expire-inside-window-cannot-determine-history.yaml",
+                 "expire-starting-snapshot-window-still-known.yaml",
+                 "expire-while-pending-reapplies-on-new-head.yaml"):
+        _, cfg, _, state = _run(name)
+        assert evaluate(Model(cfg), state) == [], name
+
+
+@pytest.mark.parametrize("snapshots, message", [
+    ("[]", "expire_snapshots needs snapshots"),
+    ("[0]", "is not a snapshot number"),
+    ("[x]", "is not a snapshot number"),
+])
+def test_bad_expire_input_names_the_line(snapshots, message):
+    text = ("version: 1\ntable:\n  schema: {id: int}\nfiles:\n  a: {rows: [[1]]}\nsteps:\n"
+            "  - commit: {op: append, add: [a]}\n"
+            f"  - commit: {{op: expire_snapshots, snapshots: {snapshots}}}\n")
+    with pytest.raises(InputError) as e:
+        parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
+    assert message in str(e.value) and "x.yaml:" in str(e.value)
+
+
+def test_expire_takes_no_files():
+    text = ("version: 1\ntable:\n  schema: {id: int}\nfiles:\n  a: {rows: [[1]]}\nsteps:\n"
+            "  - commit: {op: expire_snapshots, snapshots: [1], add: [a]}\n")
+    with pytest.raises(InputError) as e:
+        parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
+    assert "expire_snapshots does not take 'add'" in str(e.value)
