@@ -41,6 +41,7 @@ EVENTS: dict[str, str] = {
     "rw_edge": "the dependency graph has an anti-dependency (rw) edge",
     "dependency_cycle": "the dependency graph has a cycle",
     "off_lineage_commit": "an acknowledged commit is missing from the current lineage",
+    "files_deleted": "snapshot expiry deleted objects from the object store",
 }
 
 SITUATIONS: dict[str, tuple[str, ...]] = {
@@ -51,6 +52,7 @@ SITUATIONS: dict[str, tuple[str, ...]] = {
     "metadata_integrity": ("multi_commit_lineage", "retry_committed"),
     "consistent_read": ("commit_from_stale_base", "concurrent_writes_same_key"),
     "isolation": ("shared_base", "rw_edge"),
+    "readable": ("files_deleted",),
 }
 
 
@@ -134,4 +136,6 @@ def reached(a: Analysis) -> set[str]:
         ev.add("rw_edge")
     if a.cycles:
         ev.add("dependency_cycle")
+    if h.state.store.deleted:
+        ev.add("files_deleted")
     return ev
