@@ -392,11 +392,13 @@ class JavaTable:
         jf = self._java_files.get(key)
         if jf is None:
             # a placeholder object at the file's path, so that ExpireSnapshots' clean-up has
-            # something to delete and ``deleted_files`` can see what it deleted
-            placeholder = Path(self.real_path(f.path))
-            placeholder.parent.mkdir(parents=True, exist_ok=True)
-            placeholder.touch()
-            self._placeholders.add(f.path)
+            # something to delete and ``deleted_files`` can see what it deleted. Not for DVs:
+            # Java reads an existing DV's Puffin blob (an empty file fails with EOFException)
+            if getattr(f, "content", None) != DV:
+                placeholder = Path(self.real_path(f.path))
+                placeholder.parent.mkdir(parents=True, exist_ok=True)
+                placeholder.touch()
+                self._placeholders.add(f.path)
             jf = self._build_data_file(f) if not f.is_delete else self._build_delete_file(f)
             self._java_files[key] = jf
         return jf

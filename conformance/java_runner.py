@@ -29,7 +29,7 @@ from typing import Iterable
 
 from icecheck.models import catalog as cat
 from icecheck.models import system as sm
-from icecheck.models.files import DataFile, DeleteFile
+from icecheck.models.files import DV, DataFile, DeleteFile
 from icecheck.models.operations import Operation
 from icecheck.models.reads import live_file_paths
 from icecheck.models.system import Action, Model, ModelConfig
@@ -141,8 +141,11 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
     timed.sort(key=lambda e: (e[0], e[1]))
     archive = state.store.archive()
     data, deletes = live_file_paths(archive, archive[state.catalog.pointer].current)
+    # DVs have no placeholder object on the Java side (java_driver.JavaTable.java_file), so
+    # their deletion cannot be observed there and is left out of the comparison
     deleted = sorted(p for p in state.store.deleted
-                     if isinstance(archive[p], (DataFile, DeleteFile)))
+                     if isinstance(archive[p], (DataFile, DeleteFile))
+                     and getattr(archive[p], "content", None) != DV)
     return Plan(config.table, tuple(config.setup), ops, [(kind, op) for _, _, kind, op in timed],
                 list(data), list(deletes), skip, time.perf_counter() - t0, deleted)
 
