@@ -155,6 +155,17 @@ class Result:
         }
 
 
+def _judge_key(s: State) -> tuple:
+    """Everything the properties and the "sometimes" events read of a state
+    (``properties/history.py``, ``reachability.py``, ``integrity.py``): the catalog entry, the
+    current metadata (with it the committed lineage, whose files are immutable in the store),
+    and each writer's finished operations and retry count. What an in-flight writer has staged
+    but not committed is not read. Objects are keyed by identity: states share unchanged
+    metadata and histories, and ``Expander.judge`` keeps them alive."""
+    return (s.catalog, id(s.metadata),
+            tuple((w.name, id(w.history), w.attempt) for w in s.writers))
+
+
 # -- the per-process worker ---------------------------------------------------------------------
 class Expander:
     """Expands states and judges them; holds the states it generated (one BFS level)."""
@@ -170,6 +181,7 @@ class Expander:
         self.outcome_classes = symmetry_classes(cfg)
         self.states: dict[bytes, State] = {}
         self.next: dict[bytes, State] = {}
+        self.verdicts: dict[tuple, tuple] = {}
 
     def initial(self) -> tuple[bytes, bytes]:
         s = self.model.initial()
@@ -183,10 +195,10 @@ class Expander:
             h = self.fp.under(s, self.fp.perms[0])
             return h, h
         conc = self.fp.under(s, self.fp.perms[0])
-        best = conc
-        for p in self.fp.perms[1:]:
-            h = self.fp.under(s, p)
-            if h < best:
+        best = None
+        for p in self.fp.candidates(s):
+            h = conc if p.identity else self.fp.under(s, p)
+            if best is None or h < best:
                 best = h
         return best, conc
 
@@ -197,9 +209,21 @@ class Expander:
         self.next = {}
 
     def judge(self, s: State) -> tuple:
-        """(unexpected props, known props, allowed props, reached events)."""
+        """(unexpected props, known props, allowed props, reached events), memoised by what
+        the properties read (``_judge_key``): many states differ only in what an in-flight
+        writer is doing, and share one verdict."""
         if not self.evaluate:
             return (), (), (), ()
+        key = _judge_key(s)
+        got = self.verdicts.get(key)
+        if got is not None:
+            return got[1]
+        verdict = self._judge(s)
+        # the value keeps the objects whose ids make the key, so an id is never reused
+        self.verdicts[key] = ((s.metadata, tuple(w.history for w in s.writers)), verdict)
+        return verdict
+
+    def _judge(self, s: State) -> tuple:
         from icecheck.traces.execute import judge, reached
         j = judge(self.cfg, self.model, s)
         unexpected = tuple(sorted({v.property for v in j.unexpected}))

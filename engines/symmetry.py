@@ -145,10 +145,15 @@ class Fingerprinter:
                          f"{MAX_GROUP:,} (at most 6 interchangeable writers)")
             self.classes = singletons
         self.perms = [Perm(k, p) for k, p in enumerate(group(self.classes))]
-        self.nperms = len(self.perms)
-        self.symmetric = self.nperms > 1
-        # one cache slot per permutation, kept on each object: [digest or None] * nperms
+        self.symmetric = len(self.perms) > 1
+        # The blind renaming sends every writer to 0: a writer's state under it is its
+        # *signature*, the same for writer i in s and writer p(i) in lift(p)(s) (invariant).
+        n = len(cfg.writers)
+        self.blind = Perm(len(self.perms), {i: 0 for i in range(1, n + 1)})
+        # one cache slot per permutation (and the blind one), kept on each object
+        self.nperms = len(self.perms) + 1
         self._identity = self.perms[0]
+        self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._stores: dict[int, tuple] = {}   # id(store) -> (store, [digest per perm])
 
     # -- encoding ---------------------------------------------------------------------------
@@ -275,14 +280,56 @@ class Fingerprinter:
         out.append(b"))")
         return _h(b"".join(out))
 
+    def candidates(self, state: State) -> list[Perm]:
+        """The permutations the canonical form is the least over: those that put each
+        symmetry class's writers in the order of their signatures (``blind``), every order of
+        equal signatures included.
+
+        For any q in the group, candidates(lift(q)(s)) = candidates(s) o q^-1 (signatures are
+        invariant), so {lift(p)(s) : p candidate} is the same set for every state of an orbit
+        and its least hash is a canonical fingerprint, as the least over the whole group is
+        (docs/exhaustive.md). Writers that differ in anything but their names (almost always,
+        after the first steps) leave one candidate: one hash per state instead of |G|.
+        """
+        if not self.symmetric:
+            return [self._identity]
+        slot_of = {w.slot: w for w in state.writers}
+        per_class = []
+        for c in self.classes:
+            if len(c) == 1:
+                continue
+            keyed = sorted((self.obj_digest(slot_of[i], self.blind), i) for i in c)
+            groups: list[list[int]] = []       # writers of equal signature, in signature order
+            for k, (sig, i) in enumerate(keyed):
+                if k and sig == keyed[k - 1][0]:
+                    groups[-1].append(i)
+                else:
+                    groups.append([i])
+            # the k-th writer in signature order goes to the class's k-th slot; ties: any order
+            options = []
+            pos = 0
+            for g in groups:
+                targets = c[pos:pos + len(g)]
+                pos += len(g)
+                options.append([dict(zip(g, perm)) for perm in itertools.permutations(targets)])
+            per_class.append(options)
+        out = []
+        for combo in itertools.product(*(itertools.product(*opts) for opts in per_class)):
+            m: dict[int, int] = {}
+            for class_choice in combo:
+                for d in class_choice:
+                    m.update({k: v for k, v in d.items() if k != v})
+            out.append(self._by_map[tuple(sorted(m.items()))])
+        return out
+
     def fingerprint(self, state: State) -> bytes:
-        """The canonical fingerprint: the least H(lift(p)(state)) over the group."""
-        return min(self.under(state, p) for p in self.perms)
+        """The canonical fingerprint: the least H(lift(p)(state)) over ``candidates``."""
+        return min(self.under(state, p) for p in self.candidates(state))
 
     def canonical(self, state: State) -> tuple[bytes, list[Perm]]:
-        """(canonical fingerprint, the permutations that reach it)."""
+        """(canonical fingerprint, the candidate permutations that reach it)."""
         best, who = None, []
-        for p in self.perms:
+        for p in self.candidates(state):
             h = self.under(state, p)
             if best is None or h < best:
                 best, who = h, [p]

@@ -1,0 +1,51 @@
+"""Pinned state counts of the benchmark configurations (benchmarks/configs.yaml).
+
+Speed work on the checker (memoised verdicts, the signature-sorted symmetry canonicaliser,
+...) must never change what is explored: the distinct states, the final states, the violated
+and allowed properties and the shortest counterexample lengths are pinned here, as measured
+before that work. Transition counts are not pinned: partial-order reduction prunes by the
+order in which the frontier is sorted, which follows the fingerprints' values.
+"""
+
+import pytest
+
+from icecheck.engines.config import mix_config
+from icecheck.engines.explicit import search, with_retries
+
+# (profile, writers, ops, mix, keys, catalog, format, retries) ->
+#     (states, final states, violated, allowed, shortest length per property)
+PINNED = [
+    (("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1),
+     (448, 93, ["isolation", "undelete"], [], {"isolation": 6, "undelete": 6})),
+    (("spark-3.5-mor-serializable", 3, 1, ("delete", "update", "insert"), 1, "cas", 3, 4),
+     (1792, 354, [], [], {})),
+    (("spark-3.5-cow-serializable", 3, 1, ("insert",), 1, "last_writer_wins", 2, 4),
+     (77, 16, [], ["lost_write"], {"lost_write": 6})),
+    (("spark-3.5-mor-serializable", 2, 2, ("delete", "update"), 1, "cas", 2, 0),
+     (746, 212, ["isolation"], [], {"isolation": 6})),
+    # the canonical configuration (3 writers x 2 ops, retries 0), copy-on-write snapshot
+    (("spark-3.5-cow-snapshot", 3, 2, ("delete", "update"), 1, "cas", 2, 0),
+     (71241, 15784, [], [], {})),
+]
+
+
+@pytest.mark.parametrize("config,expected", PINNED, ids=lambda x: "-".join(map(str, x[:3]))
+                         if isinstance(x[0], str) else None)
+def test_pinned_state_counts(config, expected):
+    cfg = with_retries(mix_config(*config[:7]), config[7])
+    r = search(cfg, engine="bfs", workers=1)
+    states, finals, violated, allowed, lengths = expected
+    assert r.complete
+    assert (r.states, r.final_states) == (states, finals)
+    assert sorted(r.violations) == violated and sorted(r.allowed) == allowed
+    found = {**r.violations, **r.allowed}
+    assert {p: v.depth for p, v in found.items()} == lengths
+
+
+def test_unreduced_search_agrees_on_a_small_configuration():
+    """Without symmetry and POR the same configuration shows the same verdicts."""
+    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+    a = search(cfg, engine="bfs", workers=1)
+    b = search(cfg, engine="bfs", workers=1, symmetry=False, por=False)
+    assert sorted(a.violations) == sorted(b.violations)
+    assert b.states == 2519                      # measured before the speed work
