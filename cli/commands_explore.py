@@ -13,13 +13,36 @@ from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
 
+class PlainProgress:
+    """Progress for a log, not a terminal: rich's live display prints nothing when stderr is
+    not a TTY (a CI job, ``2> log``), so there one plain line is printed every ``every``
+    seconds instead."""
+
+    def __init__(self, every: float = 10.0):
+        import time
+        self.clock = time.monotonic
+        self.every = every
+        self.enabled = not err.is_terminal
+        self.last = self.clock()
+
+    def maybe(self, line: str) -> None:
+        if self.enabled and self.clock() - self.last >= self.every:
+            self.last = self.clock()
+            err.print(line, markup=False, highlight=False)
+
+
 def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err, transient=True)
     task = progress.add_task(description, total=total)
+    plain = PlainProgress()
+    start = plain.clock()
 
     def update(examples: int) -> None:
         progress.update(task, completed=min(examples, total))
+        elapsed = plain.clock() - start
+        plain.maybe(f"{description}: {examples:,} of up to {total:,} runs, "
+                    f"{examples / elapsed if elapsed > 0 else 0:,.1f} runs/s, {elapsed:.0f}s")
 
     return progress, update
 
@@ -182,12 +205,17 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         workers = 1
     bounds = Bounds(max_depth=max_depth, max_files=max_files, max_states=max_states)
     live = Live(Text(""), console=err, transient=True, refresh_per_second=8)
+    plain = PlainProgress()
 
     def progress(p: dict) -> None:
         rate = p["states"] / p["elapsed"] if p["elapsed"] > 0 else 0.0
-        live.update(Text(f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
-                         f"frontier {p['frontier']:,}  depth {p['depth']}  "
-                         f"{p['elapsed']:.1f}s"))
+        eta = ""
+        if time_budget:
+            eta = f"  budget left {max(0.0, time_budget - p['elapsed']):.0f}s"
+        line = (f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
+                f"frontier {p['frontier']:,}  depth {p['depth']}  {p['elapsed']:.1f}s{eta}")
+        live.update(Text(line))
+        plain.maybe(line)
 
     try:
         with live:
