@@ -301,6 +301,9 @@ _UUID_RE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 _JAVA_FILE_RE = re.compile(r"\b(?:Generic(?:Data|Delete)File|DV)\{[^{}]*?(?:file_path|location)="
                            r"([^,{}]+)[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 _COMMA_LIST_RE = re.compile(r"^[^\s,\[\]]+(?:,[^\s,\[\]]+)+$")
+# "[d2, d4]": the files a validation found, in the order Java's manifest scan met them (the
+# order of manifests and entries, and of a parallel scan's workers): a set, not a sequence
+_BRACKET_LIST_RE = re.compile(r"\[([^\[\]\s,]+(?:, [^\[\]\s,]+)+)\]")
 
 
 def normalize_detail(detail: str | None) -> str | None:
@@ -311,7 +314,8 @@ def normalize_detail(detail: str | None) -> str | None:
       ``DV{location=dv1, offset=4, length=8, referencedDataFile=d1}``) becomes its name: the
       rest is physical layout (sizes, offsets, column statistics) the model does not keep;
     * file locations become their base names (Java's driver puts them under a warehouse);
-    * a comma-separated list of names is compared as a set (Java joins a hash set);
+    * a comma-separated list of names is compared as a set (Java joins a hash set), and so is a
+      bracketed list of files a validation found (Java lists them in its manifest-scan order);
     * UUIDs and snapshot ids are masked.
     """
     if detail is None:
@@ -322,7 +326,8 @@ def normalize_detail(detail: str | None) -> str | None:
     detail = _ID_RE.sub(r"\1 <id>", detail).strip()
     if _COMMA_LIST_RE.match(detail):
         detail = ",".join(sorted(detail.split(",")))
-    return detail
+    return _BRACKET_LIST_RE.sub(lambda m: "[" + ", ".join(sorted(m.group(1).split(", "))) + "]",
+                                detail)
 
 
 # ----------------------------------------------------------------------------- scenarios

@@ -31,6 +31,8 @@ def test_messages_are_compared_whole():
 
     assert normalize_detail("a2,a1") == normalize_detail("a1,a2")
     assert normalize_detail("[a1, a2]") != normalize_detail("a1,a2")      # Java: no brackets
+    assert normalize_detail("[d4, d2]") == normalize_detail("[d2, d4]")   # manifest-scan order
+    assert normalize_detail("[d4, d2]") != normalize_detail("[d2, d5]")
     assert normalize_detail(
         "DV{location=w1-1-dv1, offset=4, length=8, referencedDataFile=d1}") == "w1-1-dv1"
     assert normalize_detail("GenericDataFile{content=data, file_path=a1, file_format=PARQUET, "
