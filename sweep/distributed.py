@@ -249,7 +249,26 @@ def write_parquet(spark, results: list[dict], out: str) -> str:
     schema = StructType([StructField(c, types.get(c, StringType()), True) for c in cols])
     df = spark.createDataFrame([Row(**{c: row[c] for c in cols}) for row in rows], schema)
     path = os.path.join(out, PARQUET)
-    df.coalesce(1).write.mode("overwrite").parquet(path)
+    # Spark writes part files and _SUCCESS last; an interruption mid-write would leave a
+    # folder without _SUCCESS. Write beside it, then swap the complete folder into place.
+    import shutil
+    import uuid
+
+    tmp = os.path.join(out, f".{PARQUET}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        df.coalesce(1).write.mode("overwrite").parquet(tmp)
+        old = None
+        if os.path.exists(path):
+            old = os.path.join(out, f".{PARQUET}.old-{uuid.uuid4().hex[:8]}")
+            os.replace(path, old)
+        os.replace(tmp, path)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for name in os.listdir(out):           # litter of earlier interrupted writes
+        if name.startswith(f".{PARQUET}."):
+            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
     return path
 
 
