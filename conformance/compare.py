@@ -162,6 +162,13 @@ class Comparison:
         if self.model_rows is not None and self.target_rows is not None \
                 and self.model_rows != self.target_rows:
             return ("rows",)
+        for d in self.differences:
+            if d.startswith("files deleted by expiry"):
+                return ("deleted files",)
+            if ": snapshot " in d:
+                label, _, rest = d.partition(": snapshot ")
+                kind = next((o.kind for o in self.ops if o.label == label), None)
+                return ("snapshot", kind, rest.split(":")[0])
         return ()
 
 
@@ -259,6 +266,12 @@ def _judge(c: Comparison, plan: Plan, run: JavaRun) -> None:
                                   j.message if j.outcome != NOT_RUN else None, agree, note))
         if not agree:
             c.differences.append(f"{op.label}: {note}")
+        elif op.snapshot is not None and j.snapshot is not None:
+            # what the committed snapshot holds (docs/scenario-format.md, step expect)
+            for k in ("sequence_number", "operation", "summary"):
+                if op.snapshot[k] != j.snapshot[k]:
+                    c.differences.append(f"{op.label}: snapshot {k}: model {op.snapshot[k]}, "
+                                         f"java {j.snapshot[k]}")
     c.java_live = (run.live_data_files, run.live_delete_files)
     if run.live_data_files != plan.live_data_files:
         c.differences.append(f"live data files: model {plan.live_data_files}, "

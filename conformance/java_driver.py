@@ -57,6 +57,9 @@ _VALIDATION_EXC = "org.apache.iceberg.exceptions.ValidationException"
 _COMMIT_FAILED_EXC = "org.apache.iceberg.exceptions.CommitFailedException"
 _COMMIT_UNKNOWN_EXC = "org.apache.iceberg.exceptions.CommitStateUnknownException"
 _ILLEGAL_ARGUMENT_EXC = "java.lang.IllegalArgumentException"
+# Snapshot summary counts the model records (models/producer.py), compared when both commit.
+_SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
+                 "removed-delete-files")
 # IllegalArgumentExceptions of a commit's own checks (never retried), which the model reports as
 # validation_failed: RemoveSnapshots.internalApply's refusal (check expire_refs,
 # models/expire.py) and BaseRowDelta.validate's starting-snapshot ancestry (starting_ancestor).
@@ -268,7 +271,7 @@ class JavaTable:
 
     # -- public API
 
-    def note_commit(self) -> None:
+    def note_commit(self) -> list[dict]:
         """Record the snapshots the last commit added, in commit order (``snapshot_order``).
 
         Scenarios name snapshots by their position in the table's commit order (an
@@ -276,9 +279,15 @@ class JavaTable:
         so the new snapshots after each commit are that commit's."""
         table = self.load()
         new = [s for s in table.snapshots() if s.snapshotId() not in self._seen_snapshots]
+        out = []
         for snap in sorted(new, key=lambda s: s.sequenceNumber()):
             self._seen_snapshots.add(snap.snapshotId())
             self.snapshot_order.append(snap.snapshotId())
+            summary = {k: int(v) for k, v in dict(snap.summary()).items()
+                       if k in _SUMMARY_KEYS}
+            out.append({"sequence_number": snap.sequenceNumber(),
+                        "operation": snap.operation(), "summary": summary})
+        return out
 
     def deleted_files(self) -> list[str]:
         """Model names of the data and delete files whose placeholder object is gone (deleted
@@ -537,6 +546,7 @@ class JavaWriter:
         self._update = None
         self._begin_failure: tuple[str, str | None] | None = None
         self._done = False
+        self.snapshot: dict | None = None  # the snapshot its commit added: seq, operation, summary
 
     def begin(self, op: Operation) -> None:
         """Load the table in this writer's catalog and build the Java operation at its head."""
@@ -572,7 +582,8 @@ class JavaWriter:
         try:
             self._update.commit()
             outcome: tuple[str, str | None] = (COMMITTED, None)
-            self.table.note_commit()
+            new = self.table.note_commit()
+            self.snapshot = new[-1] if new else None
         except Py4JJavaError as exc:
             outcome = self._classify(exc.java_exception)
         except Py4JError as exc:

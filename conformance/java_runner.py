@@ -54,6 +54,8 @@ class ModelOp:
     java_at: int                   # action index where it commits on Java
     end_at: int                    # action index where it ended in the model
     line: int | None = None        # scenario line of the step that ended it (scenarios only)
+    # the snapshot it committed: {sequence_number, operation, summary} (None: none)
+    snapshot: dict | None = None
 
     @property
     def label(self) -> str:
@@ -82,6 +84,7 @@ class JavaOutcome:
     outcome: str
     message: str | None
     exception: str | None = None   # the Java exception class, when it failed
+    snapshot: dict | None = None   # the snapshot it committed: sequence_number, operation, summary
 
 
 @dataclass
@@ -121,6 +124,11 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
                 java_at = info["refresh_at"]
             ops.append(ModelOp(a.writer, rec.index, rec.operation, rec.outcome, rec.message,
                                rec.check, rec.attempts, info["begin_at"], java_at, i))
+            snap = state.metadata.snapshot(rec.snapshot_id) if rec.applied else None
+            if snap is not None:
+                ops[-1].snapshot = {"sequence_number": snap.sequence_number,
+                                    "operation": snap.operation,
+                                    "summary": {k: v for k, v in snap.summary if v}}
             if skip is None and rec.outcome == sm.COMMIT_FAILED:
                 skip = ("outcome commit_failed (retries exhausted): a sequential Java driver "
                         "never loses a swap")
@@ -175,7 +183,8 @@ def run_plan(plan: Plan, catalog: str = "hadoop", *, table: TableConfig | None =
                 w = writers[key]
                 outcome, message = w.commit()
                 run.outcomes[key] = JavaOutcome(outcome, message,
-                                                None if outcome == COMMITTED else w.java_exception)
+                                                None if outcome == COMMITTED else w.java_exception,
+                                                w.snapshot)
         for op in plan.ops:
             key = (op.writer, op.index)
             if key in run.outcomes:

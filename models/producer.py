@@ -336,7 +336,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         ("added-data-files", len(op.add_data)),
         ("added-delete-files", len(op.add_deletes)),
         ("deleted-data-files", len(removed_data)),
-        ("removed-delete-files", len(remove_delete_paths)),
+        ("removed-delete-files", len(removed_deletes)),
     )
     snap = Snapshot(snapshot_id, parent.snapshot_id if parent else None, seq, operation_name(op, table.iceberg_version),
                     mlist.path, summary, writer_name)

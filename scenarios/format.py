@@ -39,7 +39,10 @@ VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicti
                  "fail_missing_delete_paths", "validate_on_first_attempt",
                  "deleted_data_files_by_filter"}
 PHASE_STEPS = ("write", "refresh", "validate", "write_metadata", "cas")
-EXPECT_KEYS = {"outcome", "message"}
+EXPECT_KEYS = {"outcome", "message", "attempts", "sequence_number", "operation", "summary",
+               "data_files", "delete_files"}
+SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
+                "removed-delete-files")
 FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files", "rows",
                      "deleted_files", "readable"}
 OPS_ALLOWED_KEYS = {
@@ -57,6 +60,13 @@ OPS_ALLOWED_KEYS = {
 class StepExpect:
     outcome: str | None = None
     message: str | None = None
+    # what the snapshot the step committed holds (None: not checked)
+    attempts: int | None = None            # commit attempts (1 + retries after lost swaps)
+    sequence_number: int | None = None
+    operation: str | None = None           # the snapshot's operation (append, overwrite, ...)
+    summary: tuple | None = None           # ((key, int), ...): these summary counts
+    data_files: tuple[str, ...] | None = None    # live data files of that snapshot, sorted
+    delete_files: tuple[str, ...] | None = None  # live delete files of that snapshot, sorted
 
 
 @dataclass(frozen=True)
@@ -503,7 +513,34 @@ def _step_expect(ctx: _Ctx, node: Any, parent: LineDict) -> StepExpect:
         raise ctx.fail(f"unknown outcome {outcome!r}; expected one of {', '.join(OUTCOMES)}",
                        node, "outcome")
     message = node.get("message")
-    return StepExpect(outcome, None if message is None else str(message))
+    extra: dict[str, Any] = {}
+    for key in ("attempts", "sequence_number"):
+        if key in node:
+            value = node[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ctx.fail(f"{key} must be a positive integer, not {value!r}", node, key)
+            extra[key] = value
+    if "operation" in node:
+        if node["operation"] not in ("append", "replace", "overwrite", "delete"):
+            raise ctx.fail(f"unknown snapshot operation {node['operation']!r}; expected one of "
+                           f"append, replace, overwrite, delete", node, "operation")
+        extra["operation"] = node["operation"]
+    if "summary" in node:
+        summ = ctx.mapping(node["summary"], "summary", node, "summary")
+        pairs = []
+        for k, value in summ.items():
+            if k not in SUMMARY_KEYS:
+                raise ctx.fail(f"unknown summary key {k!r}; expected one of "
+                               f"{', '.join(SUMMARY_KEYS)}", summ, k)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ctx.fail(f"summary {k} must be a count, not {value!r}", summ, k)
+            pairs.append((k, value))
+        extra["summary"] = tuple(sorted(pairs))
+    for key in ("data_files", "delete_files"):
+        if key in node:
+            items = ctx.seq(node[key], key, node, key)
+            extra[key] = tuple(sorted(str(x) for x in items))
+    return StepExpect(outcome, None if message is None else str(message), **extra)
 
 
 def _writer_name(ctx: _Ctx, value: Any, node: LineDict, key: str) -> str:

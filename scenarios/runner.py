@@ -27,11 +27,18 @@ class StepVerdict:
     attempts: int = 1
     snapshot_id: int | None = None
     sequence_number: int | None = None
+    # the snapshot it committed (None / empty when it committed none)
+    operation: str | None = None
+    summary: dict = field(default_factory=dict)
+    data_files: list[str] = field(default_factory=list)
+    delete_files: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {"line": self.line, "writer": self.writer, "outcome": self.outcome,
                 "message": self.message, "check": self.check, "attempts": self.attempts,
-                "snapshot_id": self.snapshot_id, "sequence_number": self.sequence_number}
+                "snapshot_id": self.snapshot_id, "sequence_number": self.sequence_number,
+                "operation": self.operation, "summary": self.summary,
+                "data_files": self.data_files, "delete_files": self.delete_files}
 
 
 @dataclass
@@ -123,6 +130,12 @@ class _Run:
             rec = w.history[-1]
             v = StepVerdict(step.line, step.writer, rec.outcome, rec.message, rec.check, rec.attempts,
                             rec.snapshot_id, rec.sequence_number)
+            snap = _snapshot(self.state, rec.snapshot_id)
+            if snap is not None:
+                archive = self.state.store.archive()
+                data, deletes = live_file_paths(archive, snap)
+                v.operation, v.summary = snap.operation, dict(snap.summary)
+                v.data_files, v.delete_files = list(data), list(deletes)
             self.verdicts.append(v)
             self.judge(step.expect, v, f"line {step.line} ({step.writer})")
         elif step.expect is not None and step.expect.outcome is not None:
@@ -138,6 +151,20 @@ class _Run:
         if expect.message is not None and not (v.message or "").startswith(expect.message):
             self.failures.append(f"{where}: expected a message starting {expect.message!r}, "
                                  f"got {v.message!r}")
+        for key in ("attempts", "sequence_number", "operation"):
+            want = getattr(expect, key, None)
+            if want is not None and getattr(v, key) != want:
+                self.failures.append(f"{where}: expected {key} {want}, got {getattr(v, key)}")
+        if getattr(expect, "summary", None) is not None:
+            for k, want in expect.summary:
+                got = v.summary.get(k, 0) if v.operation is not None else None
+                if got != want:
+                    self.failures.append(f"{where}: expected summary {k} {want}, got {got}")
+        for key in ("data_files", "delete_files"):
+            want = getattr(expect, key, None)
+            if want is not None and (v.operation is None or tuple(getattr(v, key)) != want):
+                got = getattr(v, key) if v.operation is not None else "no snapshot"
+                self.failures.append(f"{where}: expected {key} {list(want)}, got {got}")
 
     def run_step(self, step: Step) -> None:
         start = len(self.state.writer(step.writer).history)
@@ -164,6 +191,22 @@ class _Run:
         elif step.kind == "crash":
             self.do(Action(step.writer, sm.CRASH), step)
         self.finished(step, start)
+
+
+def _snapshot(state: State, snapshot_id: int | None):
+    """The snapshot ``snapshot_id`` as committed (also when expired or no longer current)."""
+    if snapshot_id is None:
+        return None
+    snap = state.metadata.snapshot(snapshot_id)
+    if snap is not None:
+        return snap
+    from icecheck.models.metadata import TableMetadata
+    for obj in state.store.archive().values():
+        if isinstance(obj, TableMetadata):
+            snap = obj.snapshot(snapshot_id)
+            if snap is not None:
+                return snap
+    return None
 
 
 def run_scenario(scenario: Scenario, config: ModelConfig | None = None) -> Verdict:

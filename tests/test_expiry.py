@@ -114,3 +114,57 @@ def test_expire_takes_no_files():
     with pytest.raises(InputError) as e:
         parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
     assert "expire_snapshots does not take 'add'" in str(e.value)
+
+
+# ---- what a step can assert about the snapshot it committed (issue 11, item 7)
+
+_DETAILS = os.path.join(EXPIRY, "assert-snapshot-details.yaml")
+
+
+def test_snapshot_details_pass_and_wrong_values_fail(tmp_path):
+    sc = load_scenario(_DETAILS)
+    verdict, _ = execute_scenario(sc, model_config(sc))
+    assert verdict.passed, verdict.failures
+    step = verdict.steps[2]
+    assert (step.sequence_number, step.operation, step.data_files) == (3, "replace", ["a1", "c1"])
+    assert step.summary["deleted-data-files"] == 1
+    text = open(_DETAILS).read().replace(
+        "{sequence_number: 3, operation: replace, summary: {added-data-files: 1, "
+        "deleted-data-files: 1}, data_files: [a1, c1]}",
+        "{sequence_number: 4, operation: delete, summary: {added-data-files: 2}, "
+        "data_files: [a1], attempts: 2}")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    sc = load_scenario(str(bad))
+    verdict, _ = execute_scenario(sc, model_config(sc))
+    joined = "\n".join(verdict.failures)
+    for want in ("expected sequence_number 4, got 3", "expected operation delete, got replace",
+                 "expected summary added-data-files 2, got 1", "expected data_files ['a1']",
+                 "expected attempts 2, got 1"):
+        assert want in joined, joined
+
+
+def test_attempts_count_a_lost_swap():
+    text = ("version: 1\ntable:\n  schema: {id: int}\nfiles:\n  a: {rows: [[1]]}\n"
+            "  b: {rows: [[2]]}\nsteps:\n"
+            "  - begin: w1\n    op: fast_append\n    add: [a]\n"
+            "  - write: w1\n  - refresh: w1\n"
+            "  - commit: {op: fast_append, add: [b]}\n"
+            "  - commit: w1\n    expect: {outcome: committed, attempts: 2, sequence_number: 2}\n")
+    sc = parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
+    verdict, _ = execute_scenario(sc, model_config(sc))
+    assert verdict.passed, verdict.failures
+
+
+@pytest.mark.parametrize("expect, message", [
+    ("{sequence_number: 0}", "sequence_number must be a positive integer"),
+    ("{operation: merge}", "unknown snapshot operation"),
+    ("{summary: {total-records: 1}}", "unknown summary key"),
+    ("{summary: {added-data-files: x}}", "must be a count"),
+])
+def test_bad_step_expect_names_the_line(expect, message):
+    text = ("version: 1\ntable:\n  schema: {id: int}\nfiles:\n  a: {rows: [[1]]}\nsteps:\n"
+            f"  - commit: {{op: append, add: [a]}}\n    expect: {expect}\n")
+    with pytest.raises(InputError) as e:
+        parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
+    assert message in str(e.value) and "x.yaml:" in str(e.value)
