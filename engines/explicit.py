@@ -162,8 +162,9 @@ def _judge_key(s: State) -> tuple:
     and each writer's finished operations and retry count. What an in-flight writer has staged
     but not committed is not read. Objects are keyed by identity: states share unchanged
     metadata and histories, and ``Expander.judge`` keeps them alive."""
+    # the objects snapshot expiry deleted (the readable property, the files_deleted event)
     return (s.catalog, id(s.metadata),
-            tuple((w.name, id(w.history), w.attempt) for w in s.writers))
+            tuple((w.name, id(w.history), w.attempt) for w in s.writers), s.store.deleted)
 
 
 # -- the per-process worker ---------------------------------------------------------------------
