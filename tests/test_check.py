@@ -105,6 +105,7 @@ def test_stale_temporary_reports_are_cleaned(tmp_path):
 
     stale = tmp_path / ".junit.xml.abc123.tmp"
     stale.write_text("half")
+    os.utime(stale, (1, 1))                # left by a run killed long ago
     write_together({str(tmp_path / "junit.xml"): "<a/>", str(tmp_path / "report.md"): "# r"})
     assert sorted(os.listdir(tmp_path)) == ["junit.xml", "report.md"]
 

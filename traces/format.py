@@ -88,25 +88,7 @@ def dumps(doc: dict) -> str:
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then
     ``os.replace``. A reader sees the old file or the new one, never half of one."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=folder)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_together({path: text})
 
 
 def write_together(files: dict[str, str]) -> None:
@@ -144,17 +126,22 @@ def write_together(files: dict[str, str]) -> None:
 
 def remove_stale_temps(path: str) -> None:
     """Remove temporary files ``write_atomic``/``write_together`` left for ``path`` when a
-    run was killed mid-write (``.<name>.<random>.tmp`` beside it)."""
+    run was killed mid-write (``.<name>.<random>.tmp`` beside it, over a minute old)."""
     folder = os.path.dirname(os.path.abspath(path))
     prefix = "." + os.path.basename(path) + "."
     try:
         names = os.listdir(folder)
     except OSError:
         return
+    import time
+
     for name in names:
         if name.startswith(prefix) and name.endswith(".tmp"):
+            full = os.path.join(folder, name)
             try:
-                os.unlink(os.path.join(folder, name))
+                # a minute old: a killed run's, not a concurrent writer's in-progress file
+                if time.time() - os.path.getmtime(full) > 60:
+                    os.unlink(full)
             except OSError:
                 pass
 
