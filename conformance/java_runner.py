@@ -116,6 +116,9 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
             open_ops[a.writer]["refresh_at"] = i
         elif a.kind in (sm.CAS_REPLY_LOST, sm.CAS_NOT_APPLIED) and skip is None:
             skip = "fault steps (a lost or unapplied swap reply) cannot be driven on Java"
+        elif a.kind == sm.CAS_APPLIED_FAILED and skip is None:
+            skip = ("fault applied_failed cannot be injected into a Java scenario run; "
+                    "tests/conformance/test_java_phantom.py reproduces it with Java's API")
         if len(after.history) > len(before.history):
             rec = after.history[-1]
             info = open_ops.pop(a.writer, {"begin_at": i, "refresh_at": None})

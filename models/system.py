@@ -57,9 +57,12 @@ BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS = (
     "begin", "write", "refresh", "validate", "write_metadata", "cas")
 CAS_REPLY_LOST = "cas_reply_lost"      # the swap applied, the reply was lost
 CAS_NOT_APPLIED = "cas_not_applied"    # the swap did not apply, and the writer never learns that
+# the swap applied, but the catalog answered CommitFailedException (a REST client that resent a
+# commit whose first attempt had applied, or a catalog bug): the writer retries
+CAS_APPLIED_FAILED = "cas_applied_failed"
 CRASH = "crash"
 ACTION_KINDS = (BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS, CAS_REPLY_LOST,
-                CAS_NOT_APPLIED, CRASH)
+                CAS_NOT_APPLIED, CRASH, CAS_APPLIED_FAILED)
 NEXT_PHASE_ACTION = {SCANNED: WRITE, WRITTEN: REFRESH, REFRESHED: VALIDATE,
                      VALIDATED: WRITE_METADATA, PREPARED: CAS}
 
@@ -120,6 +123,11 @@ class WriterState:
     attempt: int = 0
     metadata_writes: int = 0
     history: tuple[OpRecord, ...] = ()
+    # the snapshot of an attempt the catalog applied while answering CommitFailedException
+    # (Java's SnapshotProducer keeps its snapshot id across attempts), and the manifest lists
+    # and manifests the operation's attempts wrote (what Java's cleanAll deletes)
+    phantom_id: int | None = field(default=None, metadata={"digest_omit_default": True})
+    written: tuple[str, ...] = field(default=(), metadata={"digest_omit_default": True})
 
     @property
     def active(self) -> bool:
@@ -148,6 +156,8 @@ class ModelConfig:
     # catalog pointer (read by refresh) and immutable objects; it shortens traces and shrinks
     # the state space (the exploration engines use it; scenarios keep every phase).
     fuse_local_steps: bool = False
+    # the fault CAS_APPLIED_FAILED (a swap that applied, answered CommitFailedException)
+    phantom_failures: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,6 +265,8 @@ class Model:
         out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
         if w.phase == PREPARED and self.config.faults:
             out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
+        if w.phase == PREPARED and self.config.phantom_failures:
+            out.append(Action(w.name, CAS_APPLIED_FAILED))
         if self.config.crashes:
             out.append(Action(w.name, CRASH))
         return out
@@ -284,7 +296,7 @@ class Model:
         done = replace(w, phase=IDLE if more else DONE, op_index=w.op_index + 1, intent=None,
                        base_path=None, base_snapshot_id=None, operation=None, refreshed_path=None,
                        pending_path=None, pending_snapshot_id=None, attempt=0,
-                       history=w.history + (record,))
+                       history=w.history + (record,), phantom_id=None, written=())
         return self._put_writer(state, done, store, catalog)
 
     def _begin(self, state: State, w: WriterState, a: Action) -> State:
@@ -345,7 +357,9 @@ class Model:
             try:
                 validate_operation(state.store, self.table, base, op, self._starting_id(w))
             except ValidationFailed as e:
-                return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
+                return self._finish(state, w, VALIDATION_FAILED, e.message, e.check,
+                                    store=self._clean_all(state, w),
+                                    snapshot_id=w.phantom_id, applied=w.phantom_id is not None)
         return self._put_writer(state, replace(w, phase=VALIDATED))
 
     def _write_metadata(self, state: State, w: WriterState, a: Action) -> State:
@@ -353,6 +367,21 @@ class Model:
         n = w.metadata_writes + 1
         snapshot_id = w.slot * 1000 + n
         path = f"v{base.version + 1}-{w.name}-{n}.metadata.json"
+        if w.phantom_id is not None and base.snapshot(w.phantom_id) is not None:
+            # SnapshotProducer.commit: apply() reuses the snapshot id, and "if
+            # (base.snapshot(newSnapshot.snapshotId()) != null) { // this is a rollback
+            # operation update.setBranchSnapshot(...)": no change when it is still the head (the
+            # commit succeeds with the applied snapshot), else main is set back to it
+            phantom = base.snapshot(w.phantom_id)
+            if base.current_snapshot_id == w.phantom_id:
+                return self._finish(state, w, COMMITTED, None, snapshot_id=w.phantom_id,
+                                    seq=phantom.sequence_number, applied=True)
+            meta = TableMetadata(path, base.version + 1, base.format_version,
+                                 base.last_sequence_number, w.phantom_id, base.snapshots,
+                                 base.snapshot_log + (w.phantom_id,))
+            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=w.phantom_id,
+                        metadata_writes=n)
+            return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         if w.operation.kind == EXPIRE_SNAPSHOTS:
             meta = exp.expire(base, w.operation.expire, path)
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
@@ -371,8 +400,11 @@ class Model:
         except ValidationFailed as e:
             return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
                                 e.message, e.check)
+        written = w.written
+        if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
+            written += tuple(p for p, o in produced.objects if not isinstance(o, TableMetadata))
         w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id,
-                    metadata_writes=n)
+                    metadata_writes=n, written=written)
         return self._put_writer(state, w, store=state.store.put_all(dict(produced.objects)))
 
     def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
@@ -392,13 +424,36 @@ class Model:
                 store = state.store.delete_all(exp.files_to_delete(state.store, base, new))
                 return self._finish(state, w, COMMITTED, None, applied=True,
                                     catalog=result.catalog, store=store)
+            snap = new.snapshot(w.pending_snapshot_id)  # a rollback keeps its old number
+            seq = snap.sequence_number if snap is not None else new.last_sequence_number
             return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,
-                                seq=new.last_sequence_number, applied=True, catalog=result.catalog)
+                                seq=seq, applied=True, catalog=result.catalog)
         if w.attempt < self.table.max_retries:
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
                             pending_path=None, pending_snapshot_id=None)
             return self._put_writer(state, retry)
         return self._finish(state, w, COMMIT_FAILED, result.message, "commit")
+
+    def _clean_all(self, state: State, w: WriterState):
+        """SnapshotProducer.cleanAll (on a ValidationException or exhausted retries): delete every
+        manifest list and new manifest the operation's attempts wrote. Modelled only after a
+        phantom failure, the one case where it deletes objects the table references; the
+        clean-up of attempts nothing committed changes nothing a reader sees and is left out."""
+        if w.phantom_id is None or not w.written:
+            return None
+        return state.store.delete_all(w.written)
+
+    def _cas_applied_failed(self, state: State, w: WriterState, a: Action) -> State:
+        result = self._swap(state, w)
+        phantom = w.pending_snapshot_id if result.applied else w.phantom_id
+        if w.attempt < self.table.max_retries:
+            retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
+                            pending_path=None, pending_snapshot_id=None, phantom_id=phantom)
+            return self._put_writer(state, retry, catalog=result.catalog)
+        w = replace(w, phantom_id=phantom)
+        return self._finish(state, w, COMMIT_FAILED, "CommitFailedException (the swap applied)",
+                            "commit", snapshot_id=w.pending_snapshot_id, applied=result.applied,
+                            store=self._clean_all(state, w), catalog=result.catalog)
 
     def _cas_reply_lost(self, state: State, w: WriterState, a: Action) -> State:
         result = self._swap(state, w)

@@ -4,7 +4,8 @@ A reader of the table (or of any snapshot still in its metadata, by time travel)
 current metadata file, each snapshot's manifest list, each manifest it names, and the data and
 delete files of the live (ADDED or EXISTING) entries. Every one of them must still be in the store.
 Objects disappear only through deletions the model performs (ExpireSnapshots' file clean-up,
-``models/expire.py``); ``metadata_integrity`` cannot see them, since the history analysis reads
+``models/expire.py``, and SnapshotProducer.cleanAll after a commit that applied although the
+catalog reported it failed, ``models/system.py``); ``metadata_integrity`` cannot see them, since the history analysis reads
 deleted objects from the store's archive.
 
 Position deletes' referenced data files are not required: Iceberg never opens a data file
@@ -26,6 +27,6 @@ def check(a: Analysis) -> list[Violation]:
         out.append(Violation(
             "readable",
             f"The current table metadata references {what} {path}{where}, which no longer exists "
-            f"(deleted by snapshot expiry): reading the table fails.",
+            f"(deleted by snapshot expiry or a commit's clean-up): reading the table fails.",
             VIOLATION, {"object": what, "path": path, "snapshot_id": sid}))
     return out

@@ -109,7 +109,11 @@ class Scenario:
 
     @property
     def uses_faults(self) -> bool:
-        return any(s.kind == "fault" for s in self.steps)
+        return any(s.kind == "fault" and s.fault != "applied_failed" for s in self.steps)
+
+    @property
+    def uses_phantom_failures(self) -> bool:
+        return any(s.kind == "fault" and s.fault == "applied_failed" for s in self.steps)
 
     @property
     def uses_crashes(self) -> bool:
@@ -610,11 +614,13 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
             ctx.keys(f, {"writer", "kind"}, "fault")
             w = _writer_name(ctx, f.get("writer"), f, "writer")
             kind = f.get("kind")
-            if kind not in ("reply_lost", "not_applied"):
-                raise ctx.fail("fault.kind must be reply_lost or not_applied", f, "kind")
+            if kind not in ("reply_lost", "not_applied", "applied_failed"):
+                raise ctx.fail("fault.kind must be reply_lost, not_applied or applied_failed",
+                               f, "kind")
             if not begun.get(w):
                 raise ctx.fail(f"fault: writer {w} has not begun", f, "writer")
-            begun[w] = False
+            # applied_failed: the writer retries and is committed by a later step
+            begun[w] = kind == "applied_failed"
             steps.append(Step("fault", line, w, fault=kind, expect=expect))
         elif "crash" in s:
             ctx.keys(s, {"crash", "expect"}, "a crash step")

@@ -89,7 +89,8 @@ def model_config(scenario: Scenario, planner=None) -> ModelConfig:
         from icecheck.models.commands import make_planner
         planner = make_planner(scenario.profile)
     return ModelConfig(scenario.table, writers, scenario.catalog, faults=scenario.uses_faults,
-                       crashes=scenario.uses_crashes, planner=planner)
+                       crashes=scenario.uses_crashes, planner=planner,
+                       phantom_failures=scenario.uses_phantom_failures)
 
 
 class _Run:
@@ -186,7 +187,8 @@ class _Run:
         elif step.kind == "fault":
             self.advance(step, until_done=True, stop_before=sm.CAS)
             if len(self.state.writer(step.writer).history) == start:
-                kind = sm.CAS_REPLY_LOST if step.fault == "reply_lost" else sm.CAS_NOT_APPLIED
+                kind = {"reply_lost": sm.CAS_REPLY_LOST, "not_applied": sm.CAS_NOT_APPLIED,
+                        "applied_failed": sm.CAS_APPLIED_FAILED}[step.fault]
                 self.do(Action(step.writer, kind), step)
         elif step.kind == "crash":
             self.do(Action(step.writer, sm.CRASH), step)
