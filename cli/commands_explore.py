@@ -66,6 +66,9 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               show_default=True, help="Table format version.")
 @click.option("--faults", is_flag=True, help="Explore lost swap replies.")
 @click.option("--crashes", is_flag=True, help="Explore writer crashes between phases.")
+@click.option("--phantom-failures", is_flag=True,
+              help="Explore swaps that apply while the catalog answers CommitFailedException "
+                   "(a REST client resending a timed-out commit); the writer retries as Java does.")
 @click.option("--max-examples", type=click.IntRange(1), default=500, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Hypothesis seed (same seed, same result).")
@@ -103,7 +106,7 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
             as_json, strict=False, interactive=False, trace=None, port=0, max_depth=None, retries=None,
             max_files=None, max_states=None, no_symmetry=False, no_por=False,
-            workers=None) -> None:
+            workers=None, phantom_failures=False) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
@@ -130,7 +133,7 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             from icecheck.traces.format import check_writable_dir
             check_writable_dir(save_dir, "--save-trace")
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
-                         faults, crashes)
+                         faults, crashes, phantom_failures)
         from icecheck.engines.config import build_model_config
         build_model_config(cfg, "<arguments>")
     except InputError as e:

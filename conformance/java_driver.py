@@ -38,6 +38,7 @@ VALIDATION_FAILED = "validation_failed"
 COMMIT_FAILED = "commit_failed"
 COMMIT_UNKNOWN = "commit_unknown"
 ERROR = "error"
+READ_FAILED = "read_failed"   # NotFoundException: an object the table references was deleted
 
 CATALOGS = ("hadoop", "jdbc")
 # Scenario catalog names (docs/scenario-format.md) -> the Java catalog that implements them.
@@ -57,6 +58,7 @@ _VALIDATION_EXC = "org.apache.iceberg.exceptions.ValidationException"
 _COMMIT_FAILED_EXC = "org.apache.iceberg.exceptions.CommitFailedException"
 _COMMIT_UNKNOWN_EXC = "org.apache.iceberg.exceptions.CommitStateUnknownException"
 _ILLEGAL_ARGUMENT_EXC = "java.lang.IllegalArgumentException"
+_NOT_FOUND_EXC = "org.apache.iceberg.exceptions.NotFoundException"
 # Snapshot summary counts the model records (models/producer.py), compared when both commit.
 _SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
                  "removed-delete-files")
@@ -608,6 +610,8 @@ class JavaWriter:
                 return COMMIT_FAILED, msg
             if cls == _COMMIT_UNKNOWN_EXC:
                 return COMMIT_UNKNOWN, msg
+            if cls == _NOT_FOUND_EXC:
+                return READ_FAILED, msg
             if cls == _ILLEGAL_ARGUMENT_EXC and _REFUSED_RE.match(msg):
                 return VALIDATION_FAILED, msg
             cur, depth = cur.getCause(), depth + 1

@@ -43,9 +43,11 @@ class ExploreConfig:
     crashes: bool = False
     key: str = "id"
     name: str = ""
+    # swaps that apply while the catalog answers CommitFailedException (models/system.py)
+    phantom_failures: bool = False
 
     def as_json(self) -> dict:
-        return {
+        doc = {
             "name": self.name, "profile": self.profile,
             "table": {"schema": dict(self.schema), "partition_spec": list(self.partition_spec),
                       "format_version": self.format_version, "properties": dict(self.properties)},
@@ -53,6 +55,9 @@ class ExploreConfig:
             "writers": [[list(entry) for entry in prog] for prog in self.writers],
             "faults": self.faults, "crashes": self.crashes, "key": self.key,
         }
+        if self.phantom_failures:  # only when on: configurations recorded before stay as they were
+            doc["phantom_failures"] = True
+        return doc
 
     @staticmethod
     def from_json(doc: dict, path: str = "<config>") -> "ExploreConfig":
@@ -69,7 +74,8 @@ class ExploreConfig:
                 initial_rows=tuple(tuple(r) for r in doc.get("initial_rows", ())),
                 writers=writers, faults=bool(doc.get("faults", False)),
                 crashes=bool(doc.get("crashes", False)), key=doc.get("key", "id"),
-                name=doc.get("name", ""))
+                name=doc.get("name", ""),
+                phantom_failures=bool(doc.get("phantom_failures", False)))
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise InputError(f"malformed configuration: {type(e).__name__}: {e}", path) from None
         check_config(cfg, doc, path)
@@ -88,7 +94,7 @@ def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
     fv = doc["table"].get("format_version", 2)
     if type(fv) is not int or fv not in (2, 3):
         raise bad(f"table.format_version must be 2 or 3, not {fv!r}")
-    for flag in ("faults", "crashes"):
+    for flag in ("faults", "crashes", "phantom_failures"):
         if not isinstance(doc.get(flag, False), bool):
             raise bad(f"{flag} must be true or false, not {doc[flag]!r}")
     if not isinstance(cfg.profile, str) or not isinstance(cfg.catalog, str):
@@ -196,13 +202,14 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
                                      f"supports {', '.join(supported)})", path)
         writers.append(WriterProgram(f"w{i}", entries))
     return ModelConfig(table, tuple(writers), cfg.catalog, cfg.faults, cfg.crashes, setup,
-                       planner=make_planner(cfg.profile), fuse_local_steps=True)
+                       planner=make_planner(cfg.profile), fuse_local_steps=True,
+                       phantom_failures=cfg.phantom_failures)
 
 
 def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                mix: tuple[str, ...] = ("delete", "update", "insert"), keys: int = 1,
                catalog: str = cat.CAS, format_version: int = 2, faults: bool = False,
-               crashes: bool = False) -> ExploreConfig:
+               crashes: bool = False, phantom_failures: bool = False) -> ExploreConfig:
     """A generic configuration: every writer may run any command of ``mix`` on keys 1..keys.
 
     UPDATE and MERGE write a value naming the writer and operation (``w2.1``), so every row
@@ -237,7 +244,7 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
     initial = tuple((k, "v0") for k in range(1, keys + 1))
     return ExploreConfig(profile=profile, catalog=catalog, format_version=format_version,
                          initial_rows=initial, writers=tuple(programs), faults=faults,
-                         crashes=crashes,
+                         crashes=crashes, phantom_failures=phantom_failures,
                          name=f"{profile} {writers}w x {ops_per_writer} op(s) {'/'.join(mix)} "
                               f"keys={keys} {catalog} v{format_version}")
 

@@ -141,7 +141,7 @@ class LineageTables:
             raise Z3Unsupported(
                 f"the z3 search models the cas and put_if_absent catalogs; {cfg.catalog} can "
                 f"rewrite history (see `icecheck z3 prove-cas-appends` and the explicit engines)")
-        if cfg.faults or cfg.crashes:
+        if cfg.faults or cfg.crashes or cfg.phantom_failures:
             raise Z3Unsupported("the z3 search does not model faults or crashes")
         self.cfg = cfg
         self.model: Model = model_for(cfg)

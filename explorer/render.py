@@ -113,7 +113,7 @@ def facts(model: Model, state: State) -> dict[str, tuple[str, str]]:
                     f"entry {e.file.path} in {mp}",
                     f"{e.status} (snapshot {e.snapshot_id}, data seq {e.data_sequence_number}, "
                     f"file seq {e.file_sequence_number})")
-    for r in read_rows(state.store, snap, model.table.schema.names):
+    for r in read_rows(state.store.archive(), snap, model.table.schema.names):
         out[f"row:{r.values!r}"] = (f"row {tuple(r.values)!r}", f"in {r.path}@{r.position}")
     for w in state.writers:
         out[f"w:{w.name}:phase"] = (f"{w.name} phase", w.phase)
@@ -182,7 +182,7 @@ def table_html(session, d: Diff) -> str:
     state, model = session.state, session.model
     meta = state.metadata
     names = model.table.schema.names
-    rows = sorted(read_rows(state.store, meta.current, names), key=lambda r: repr(r.values))
+    rows = sorted(read_rows(state.store.archive(), meta.current, names), key=lambda r: repr(r.values))
     parts = ['<section class="card" id="table"><h2>Table</h2>',
              _kv("catalog pointer", f"<code>{esc(state.catalog.pointer)}</code> "
                  f"(version {state.catalog.version})", "catalog", d),
@@ -260,7 +260,7 @@ def tree_html(session, d: Diff) -> str:
     if snap is None:
         parts.append('<p class="muted">no current snapshot: the table is empty</p></section>')
         return "".join(parts)
-    live = {(r.path, r.position) for r in read_rows(state.store, snap, model.table.schema.names)}
+    live = {(r.path, r.position) for r in read_rows(state.store.archive(), snap, model.table.schema.names)}
     mlist: ManifestList = state.store[snap.manifest_list]
     mkey = f"mlist:{mlist.path}"
     parts.append(f'<ul class="tree"><li class="node" data-key="{esc(mkey)}">'

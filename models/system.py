@@ -50,7 +50,11 @@ VALIDATION_FAILED = "validation_failed"
 COMMIT_FAILED = "commit_failed"
 COMMIT_UNKNOWN = "commit_unknown"
 NOOP = "noop"  # the command changed no row, so the engine committed nothing
-OUTCOMES = (COMMITTED, VALIDATION_FAILED, COMMIT_FAILED, COMMIT_UNKNOWN, CRASHED, NOOP)
+# an object the operation had to read was deleted (Java's NotFoundException, never retried):
+# only after a clean-up deleted what the table references (the readable property)
+READ_FAILED = "read_failed"
+OUTCOMES = (COMMITTED, VALIDATION_FAILED, COMMIT_FAILED, COMMIT_UNKNOWN, CRASHED, NOOP,
+            READ_FAILED)
 
 # Action kinds.
 BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS = (
@@ -280,7 +284,17 @@ class Model:
         if action not in self.writer_actions(state, w):
             raise StepError(f"{action} is not enabled: writer {w.name} is {w.phase}")
         handler = getattr(self, "_" + action.kind)
-        return handler(state, w, action)
+        try:
+            return handler(state, w, action)
+        except KeyError as e:
+            path = e.args[0] if e.args else None
+            if not (isinstance(path, str) and path in state.store.deleted):
+                raise
+            if w.phase == IDLE:
+                w = replace(w, intent=self.programs[w.name].entries[w.op_index][action.choice],
+                            base_snapshot_id=state.metadata.current_snapshot_id)
+            return self._finish(state, w, READ_FAILED,
+                                f"Failed to open input stream for file: {path}", "not_found")
 
     def _put_writer(self, state: State, w: WriterState, store: ObjectStore | None = None,
                     catalog: cat.CatalogState | None = None) -> State:

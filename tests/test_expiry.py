@@ -168,3 +168,33 @@ def test_bad_step_expect_names_the_line(expect, message):
     with pytest.raises(InputError) as e:
         parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
     assert message in str(e.value) and "x.yaml:" in str(e.value)
+
+
+# ---- the fault applied_failed (issue 11, item 6); Java: tests/conformance/test_java_phantom.py
+
+def test_applied_failed_is_an_action_only_when_enabled():
+    from icecheck.engines.config import build_model_config, mix_config
+    from icecheck.models.system import CAS_APPLIED_FAILED, Model as M
+
+    for flag in (False, True):
+        cfg = build_model_config(mix_config("spark-3.5-cow-serializable", 1, 1, ("insert",),
+                                            phantom_failures=flag), "<test>")
+        m = M(cfg)
+        s = m.initial()
+        s = m.step(s, m.actions(s)[0])                  # begin (fused local steps)
+        s = m.step(s, m.actions(s)[0])                  # refresh (+ validate, write metadata)
+        kinds = {a.kind for a in m.actions(s)}
+        assert (CAS_APPLIED_FAILED in kinds) == flag
+
+
+def test_reading_a_deleted_object_ends_the_operation():
+    path = os.path.join(BUILTIN_DIR, "catalog_faults",
+                        "applied-but-failed-self-conflict-deletes-current-manifest-list.yaml")
+    text = open(path).read().replace(
+        "expect:\n  live_data_files: [b1]",
+        "  - commit: {op: append, add: [c1]}\n    expect: {outcome: read_failed, message: "
+        "\"Failed to open input stream for file: snap-\"}\nexpect:\n  live_data_files: [b1]"
+    ).replace("  b1: {rows: [[1, b]]}\n", "  b1: {rows: [[1, b]]}\n  c1: {rows: [[2, c]]}\n")
+    sc = parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
+    verdict, _ = execute_scenario(sc, model_config(sc))
+    assert verdict.passed, verdict.failures

@@ -85,7 +85,7 @@ def outcomes(state: State) -> dict[str, list[str]]:
 
 def rows_of(model: Model, state: State) -> list[list]:
     meta = state.metadata
-    rows = read_rows(state.store, meta.current, model.table.schema.names)
+    rows = read_rows(state.store.archive(), meta.current, model.table.schema.names)
     return sorted((list(r.values) for r in rows), key=repr)
 
 

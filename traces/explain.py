@@ -54,7 +54,7 @@ def _intent(w: WriterState):
 def _read(model: Model, key: str, state: State, intent) -> str:
     """The rows ``intent`` read at the current snapshot of ``state``."""
     kind = getattr(intent, "kind", None)
-    rows = [r.values for r in read_rows(state.store, state.metadata.current,
+    rows = [r.values for r in read_rows(state.store.archive(), state.metadata.current,
                                         model.table.schema.names)]
     names = model.table.schema.names
     if kind in ("DELETE", "UPDATE", "COMPACT", "OVERWRITE"):
@@ -161,7 +161,7 @@ def step_events(model: Model, key: str, run) -> list[StepEvent]:
 
 
 def table_text(model: Model, key: str, state: State, verb: str = "now shows") -> str:
-    rows = sorted((r.values for r in read_rows(state.store, state.metadata.current,
+    rows = sorted((r.values for r in read_rows(state.store.archive(), state.metadata.current,
                                                model.table.schema.names)), key=repr)
     if not rows:
         return f"the table ({_snap(state)}) is empty"
