@@ -59,6 +59,55 @@ class Seconds(click.ParamType):
 SECONDS = Seconds()
 
 
+class ProfileName(click.ParamType):
+    """An engine profile name (``icecheck profiles``), checked and completed by the shell
+    from the profiles loaded at run time (built-in and ``$ICECHECK_PROFILES``)."""
+
+    name = "profile"
+
+    @staticmethod
+    def names() -> list[str]:
+        from icecheck.models.profiles import load_profiles
+        try:
+            return sorted(load_profiles())
+        except InputError:
+            return []
+
+    def convert(self, value, param, ctx):
+        known = self.names()
+        if value not in known:
+            self.fail(f"unknown profile {value!r}; known: {', '.join(known)}", param, ctx)
+        return value
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+        return [CompletionItem(n) for n in self.names() if n.startswith(incomplete)]
+
+
+class PropertyName(click.ParamType):
+    """A property name (``properties/``), checked and completed by the shell."""
+
+    name = "property"
+
+    @staticmethod
+    def names() -> list[str]:
+        from icecheck.properties import PROPERTIES
+        return list(PROPERTIES)
+
+    def convert(self, value, param, ctx):
+        if value not in self.names():
+            self.fail(f"unknown property {value!r}; expected one of {', '.join(self.names())}",
+                      param, ctx)
+        return value
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+        return [CompletionItem(n) for n in self.names() if n.startswith(incomplete)]
+
+
+PROFILE, PROPERTY = ProfileName(), PropertyName()
+
+
 def fail_input(e: InputError) -> None:
     err.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)
     sys.exit(EXIT_INPUT)

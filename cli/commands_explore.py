@@ -8,7 +8,8 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from icecheck.cli.base import SECONDS, err, fail_input, finish_run, main, out, print_trace
+from icecheck.cli.base import (PROFILE, PROPERTY, SECONDS, err, fail_input, finish_run, main,
+                               out, print_trace)
 from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
@@ -53,7 +54,7 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               help="Exploration engine: hypothesis (random, shrinking), bfs (exhaustive, "
                    "shortest counterexamples), dfs (exhaustive) or z3 (symbolic, bounded by "
                    "--max-depth, default 10; see `icecheck z3 --help`).")
-@click.option("--profile", default=None,
+@click.option("--profile", type=PROFILE, default=None,
               help="Engine profile (see `icecheck profiles`); required unless --trace.")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
 @click.option("--ops", type=click.IntRange(1, 9), default=1, show_default=True,
@@ -62,7 +63,8 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               help="Commands each operation may be: some of insert,delete,update,merge,compact.")
 @click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--catalog", type=click.Choice(list(cat.KINDS)), default=cat.CAS, show_default=True)
-@click.option("--format", "format_version", type=click.Choice(["2", "3"]), default="2",
+@click.option("--format-version", "--format", "format_version", type=click.Choice(["2", "3"]),
+              default="2",
               show_default=True, help="Table format version.")
 @click.option("--faults", is_flag=True, help="Explore lost swap replies.")
 @click.option("--crashes", is_flag=True, help="Explore writer crashes between phases.")
@@ -76,7 +78,7 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               help="Stop generating after SECONDS (shrinking a found failure still finishes).")
 @click.option("--hypothesis-profile", type=click.Choice(["ci", "dev"]), default="ci",
               show_default=True, help="Hypothesis settings profile.")
-@click.option("--property", "properties", multiple=True, metavar="PROPERTY",
+@click.option("--property", "properties", type=PROPERTY, multiple=True, metavar="PROPERTY",
               help="Hunt only this property (repeatable): stop on any violation of it, even "
                    "an allowed one, and shrink it into a trace.")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the minimal trace here.")

@@ -45,12 +45,15 @@ def _progress(label: str):
               help="A space file (layout of sweep/space.yaml); default: the built-in space.")
 @click.option("--profile", multiple=True, help="Profile name(s) or globs (repeat or comma-separate).")
 @click.option("--catalog", multiple=True, help="cas, put_if_absent, last_writer_wins.")
-@click.option("--format", "fmt", multiple=True, help="Format version(s): 2, 3.")
+@click.option("--format-version", "--format", "fmt", multiple=True,
+              help="Format version(s): 2, 3.")
 @click.option("--commands", multiple=True,
               help="Combinations, e.g. DELETE+UPDATE (exact, any order) or DELETE (any with it).")
 @click.option("--engine-mode", multiple=True, help="copy-on-write|merge-on-read (cow|mor).")
 @click.option("--isolation", multiple=True, help="serializable, snapshot, none.")
-@click.option("--engine", multiple=True, help="Engine: spark-3.5, pyiceberg-0.12, none.")
+@click.option("--writer-engine", "--engine", "engine", multiple=True,
+              help="The writers' engine (the profile's): spark-3.5, pyiceberg-0.12, none. "
+                   "(--engine in explore is the search engine; this is not.)")
 @click.option("--out", "out_dir", default=os.path.join("reports", "sweep"), show_default=True,
               help="Output folder (cells/, traces/, results.parquet, index.{md,html}).")
 @click.option("--resume/--fresh", default=True, show_default=True,

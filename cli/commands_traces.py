@@ -68,7 +68,10 @@ def trace() -> None:
 @click.option("--svg", "svg", metavar="OUT.svg", help="Also write the timeline as SVG "
               "(needs Graphviz's `dot`).")
 @click.option("--explain/--no-explain", default=True, help="Print the explanation in words.")
-def trace_show(trace_file: str, svg: str | None, explain: bool) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the trace's summary as JSON: id, kind, property, actions, the "
+                   "verdict, the explanation and the timeline text.")
+def trace_show(trace_file: str, svg: str | None, explain: bool, as_json: bool) -> None:
     """Print TRACE as a per-writer timeline (and its explanation)."""
     from icecheck.traces.format import load_trace
     from icecheck.traces.timeline import GraphvizMissing, render_svg, render_text
@@ -83,8 +86,16 @@ def trace_show(trace_file: str, svg: str | None, explain: bool) -> None:
         text = render_text(doc)
     except InputError as e:
         fail_input(e)
-    out.print(escape(text), markup=True)
-    if explain:
+    if as_json:
+        import json
+        print(json.dumps({"id": doc.get("id"), "kind": doc.get("kind"),
+                          "property": doc.get("property"), "title": doc.get("title"),
+                          "actions": doc.get("actions"), "verdict": doc.get("verdict"),
+                          "expectation": doc.get("expectation"),
+                          "explanation": doc.get("explanation"), "timeline": text}, indent=2))
+    else:
+        out.print(escape(text), markup=True)
+    if explain and not as_json:
         out.print(escape(doc["explanation"]), markup=True)
     if svg:
         try:

@@ -14,7 +14,7 @@ import sys
 import click
 from rich.markup import escape
 
-from icecheck.cli.base import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
+from icecheck.cli.base import EXIT_FAILED, EXIT_OK, PROFILE, PROPERTY, err, fail_input, main, out
 from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
@@ -25,7 +25,8 @@ def z3() -> None:
 
 
 @z3.command("search")
-@click.option("--profile", required=True, help="Engine profile (see `icecheck profiles`).")
+@click.option("--profile", type=PROFILE, required=True,
+              help="Engine profile (see `icecheck profiles`).")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
 @click.option("--ops", type=click.IntRange(1, 1), default=1, show_default=True,
               help="Operations per writer (the z3 encoding models one).")
@@ -33,11 +34,12 @@ def z3() -> None:
               help="Commands each operation may be: some of insert,delete,update,merge,compact.")
 @click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--catalog", type=click.Choice(list(cat.KINDS)), default=cat.CAS, show_default=True)
-@click.option("--format", "format_version", type=click.Choice(["2", "3"]), default="2",
+@click.option("--format-version", "--format", "format_version", type=click.Choice(["2", "3"]),
+              default="2",
               show_default=True, help="Table format version.")
 @click.option("--depth", type=click.IntRange(0, 200), default=10, show_default=True,
               help="Bound: actions per run.")
-@click.option("--property", "properties", multiple=True, metavar="PROPERTY",
+@click.option("--property", "properties", type=PROPERTY, multiple=True, metavar="PROPERTY",
               help="Hunt only this property (repeatable).")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the traces here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

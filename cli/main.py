@@ -66,7 +66,10 @@ def _print_verdict(v) -> None:
 
 
 @main.command()
-def profiles() -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the profiles as JSON: name, description, engine, isolation, and per "
+                   "command its operation, mode, validations and unmatched-insert rule.")
+def profiles(as_json: bool) -> None:
     """List the engine profiles (SQL commands -> Iceberg operations and validations)."""
     from icecheck.models.profiles import load_profiles
 
@@ -74,6 +77,14 @@ def profiles() -> None:
         profs = load_profiles()
     except InputError as e:
         fail_input(e)
+    if as_json:
+        print(json.dumps([{
+            "name": p.name, "description": p.description, "engine": p.engine,
+            "isolation": p.isolation, "validate_on_first_attempt": p.validate_on_first_attempt,
+            "commands": {cmd: {"operation": r.operation, "mode": r.mode,
+                               "validations": list(r.validations), "inserts": r.inserts}
+                         for cmd, r in p.commands.items()}} for p in profs.values()], indent=2))
+        return
     for p in profs.values():
         out.print(f"[bold]{p.name}[/]: {p.description}", markup=True)
         for cmd, rule in p.commands.items():

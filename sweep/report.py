@@ -112,7 +112,7 @@ def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None) -> str:
 <tr><th>catalog / format</th><td>{_e(c['catalog'])} / v{c['format_version']}</td></tr>
 <tr><th>commands</th><td>{_e(c['combo'])}</td></tr>
 <tr><th>reason</th><td>{_e(f.get('reason') or '')}</td></tr>
-<tr><th>trace</th><td><a href="{name}.json">{name}.json</a> (corpus format; <code>icecheck traces replay</code>); {len(doc['actions'])} actions, found by {_e(f.get('engine'))}</td></tr>
+<tr><th>trace</th><td><a href="{name}.json">{name}.json</a> (corpus format; <code>icecheck replay</code>); {len(doc['actions'])} actions, found by {_e(f.get('engine'))}</td></tr>
 </table>
 <h2>Explanation</h2><pre>{_e(doc.get('explanation', ''))}</pre>
 <h2>Timeline</h2><pre id="timeline-text">{_e(text)}</pre>
