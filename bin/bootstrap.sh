@@ -1,23 +1,63 @@
-# Shared set-up for bin/icecheck and bin/test: a virtualenv at $ICECHECK_VENV (default .venv),
-# reinstalled only when pyproject.toml changes or new extras are asked for.
+# Shared set-up for bin/icecheck, bin/test and bin/benchmark: a virtualenv at $ICECHECK_VENV
+# (default .venv) holding an editable install of THIS tree.
+#
+# The venv may be shared between clones (ICECHECK_VENV=/somewhere/shared). An editable install
+# points at one tree, so the stamp $ICECHECK_VENV/.icecheck-stamp records which tree was
+# installed, the SHA-256 of its pyproject.toml and the extras installed with it:
+#   tree=/path/of/the/tree  pyproject=<sha256>  extras=,conformance,browser,
+# Nothing is reinstalled while the tree and pyproject.toml's content are the same (a fresh
+# checkout's newer mtime alone does not count); an install from another tree, a changed
+# pyproject.toml, or extras not yet installed cause one reinstall.
+icecheck_pyproject_hash() {
+  python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$1"
+}
+
 icecheck_bootstrap() {
   local extras="$1"
   ICECHECK_VENV="${ICECHECK_VENV:-$root/.venv}"
   export ICECHECK_VENV
-  local stamp="$ICECHECK_VENV/.installed${extras:+-$extras}"
-  if [ -x "$ICECHECK_VENV/bin/icecheck" ] && [ -f "$stamp" ] && [ "$stamp" -nt "$root/pyproject.toml" ]; then
+  command -v python3 >/dev/null || { echo "icecheck: python3 (3.11 or later) is required" >&2; exit 2; }
+  local stamp="$ICECHECK_VENV/.icecheck-stamp"
+  local hash want have="" tree="" sha="" done_extras=","
+  hash="$(icecheck_pyproject_hash "$root/pyproject.toml")"
+  if [ -f "$stamp" ]; then
+    tree="$(sed -n 's/^tree=//p' "$stamp")"
+    sha="$(sed -n 's/^pyproject=//p' "$stamp")"
+    done_extras="$(sed -n 's/^extras=//p' "$stamp")"
+  fi
+  if [ "$tree" = "$root" ] && [ "$sha" = "$hash" ]; then
+    have="$done_extras"
+  else
+    have=","
+  fi
+  local missing="" e
+  IFS=',' read -ra want <<<"$extras"
+  for e in "${want[@]}"; do
+    [ -n "$e" ] && [[ "$have" != *",$e,"* ]] && missing=1
+  done
+  if [ -x "$ICECHECK_VENV/bin/icecheck" ] && [ "$tree" = "$root" ] && [ "$sha" = "$hash" ] && [ -z "$missing" ]; then
     return 0
   fi
-  command -v python3 >/dev/null || { echo "icecheck: python3 (3.11 or later) is required" >&2; exit 2; }
-  echo "icecheck: setting up $ICECHECK_VENV${extras:+ with [$extras]} (first run only)..." >&2
+  if [ -n "$tree" ] && [ "$tree" != "$root" ]; then
+    echo "icecheck: $ICECHECK_VENV holds an install of $tree; installing $root instead..." >&2
+  else
+    echo "icecheck: setting up $ICECHECK_VENV${extras:+ with [$extras]}..." >&2
+  fi
   [ -x "$ICECHECK_VENV/bin/python" ] || python3 -m venv "$ICECHECK_VENV"
+  # Extras already installed for this tree stay installed (pip -e replaces the whole install).
+  local all="${have#,}"; all="${all%,}"
+  for e in "${want[@]}"; do
+    [ -n "$e" ] && [[ ",$all," != *",$e,"* ]] && all="${all:+$all,}$e"
+  done
   local spec="$root"
-  [ -n "$extras" ] && spec="$root[$extras]"
+  [ -n "$all" ] && spec="$root[$all]"
   # (This machine's pip configuration names find-links folders that may not exist; pip warns
   # about each. Those lines are noise; every other message goes through.)
   "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
   "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$spec" \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
-  touch "$stamp"
+  local tmp="$stamp.tmp.$$"
+  printf 'tree=%s\npyproject=%s\nextras=,%s%s\n' "$root" "$hash" "$all" "${all:+,}" >"$tmp"
+  mv -f "$tmp" "$stamp"
 }

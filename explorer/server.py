@@ -345,6 +345,29 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
     return app
 
 
+def request_handler(stream=None):
+    """Werkzeug's request handler; its request log without ANSI colours when ``stream``
+    (default stderr, where the log goes) is not a terminal (a log file, CI, a pipe)."""
+    import sys
+
+    from werkzeug.serving import WSGIRequestHandler
+
+    stream = sys.stderr if stream is None else stream
+    if getattr(stream, "isatty", lambda: False)():
+        return WSGIRequestHandler
+
+    class PlainLog(WSGIRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            try:
+                msg = f"{self.command} {self.path} {self.request_version}"
+            except AttributeError:       # no path when the request line was malformed
+                msg = self.requestline
+            msg = msg.translate(self._control_char_table)
+            self.log("info", '"%s" %s %s', msg, code, size)
+
+    return PlainLog
+
+
 def serve(app: Flask, port: int = 0, *, announce=print) -> None:
     """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until interrupted; announce the URL."""
     import socket
@@ -357,7 +380,7 @@ def serve(app: Flask, port: int = 0, *, announce=print) -> None:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((HOST, port))           # raises OSError (EADDRINUSE) if taken
-    server = make_server(HOST, port, app, threaded=True)
+    server = make_server(HOST, port, app, threaded=True, request_handler=request_handler())
     announce(f"icecheck explorer: http://{HOST}:{server.server_port}/")
     try:
         server.serve_forever()

@@ -304,6 +304,67 @@ def test_the_door_refuses_other_hosts_cross_site_writes_and_oversized_input(clie
         assert r.status_code == 400, (query, r.status_code)
 
 
+def test_find_searches_are_capped_in_number_and_bounded_by_states(client, monkeypatch):
+    """At most MAX_SEARCHES "find a path" searches run at once (the next is answered 429), and
+    each is bounded by a state count (SEARCH_MAX_STATES), not only by time. Nested requests
+    from inside a search hold the semaphore deterministically, with no threads or sleeps."""
+    from icecheck.explorer import server
+    from icecheck.explorer.session import FindResult
+
+    seen = []
+    url = "/find?" + urlencode(dict(config="undelete-v2-mor-snapshot", path="",
+                                    goal="property:any"))
+
+    def held_search(self, property=None, validation=None, *, max_states=None, **kw):
+        seen.append(max_states)
+        if len(seen) <= server.MAX_SEARCHES:
+            seen.append(client.get(url).status_code)
+        return FindResult(False, "g", [], 0, "not found (test)")
+
+    monkeypatch.setattr(Session, "find_path", held_search)
+    r = client.get(url)
+    assert r.status_code == 200 and "not found (test)" in r.get_data(as_text=True)
+    statuses = [x for x in seen if x in (200, 429)]
+    bounds = [x for x in seen if x not in (200, 429)]
+    assert statuses == [429, 200], seen        # the third concurrent search was refused
+    assert bounds == [server.SEARCH_MAX_STATES] * server.MAX_SEARCHES
+    assert client.get(url).status_code == 200  # and the semaphore was released
+
+
+def test_request_log_has_no_ansi_colours_when_not_a_terminal(caplog):
+    """Werkzeug colours its request log; in a log file or CI that is escape-code litter."""
+    import io
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    from icecheck.explorer.server import request_handler
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert request_handler(Tty()) is WSGIRequestHandler
+    handler = request_handler(io.StringIO())
+    assert handler is not WSGIRequestHandler
+    app = create_app(trace=UNDELETE_TRACE)
+    srv = make_server("127.0.0.1", 0, app, threaded=False, request_handler=handler)
+    t = threading.Thread(target=srv.handle_request)
+    t.start()
+    with caplog.at_level("INFO", logger="werkzeug"):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{srv.server_port}/?config=zz", timeout=60)
+        except urllib.error.HTTPError as e:
+            assert e.code == 400          # a 4xx: Werkzeug would colour it bold red
+        t.join()
+    srv.server_close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "werkzeug"]
+    assert any("GET /?config=zz" in m and " 400 " in m for m in lines), lines
+    assert not any("\x1b[" in m for m in lines), lines
+
+
 # -- the command line ------------------------------------------------------------------------
 def icecheck(*args):
     return subprocess.run([sys.executable, "-m", "icecheck", *args], capture_output=True,
