@@ -24,9 +24,9 @@ LABEL = {VIOLATION: "violation", KNOWN: "known finding", EXPECTED: "expected ano
          CLEAN: "no violation within bounds", UNKNOWN: "none found (not exhaustive)",
          ERROR: "error"}
 SYMBOL = {VIOLATION: "✗", KNOWN: "!", EXPECTED: "~", CLEAN: "✓", UNKNOWN: "?", ERROR: "E"}
-COLOR = {VIOLATION: "#cf222e", KNOWN: "#bc4c00", EXPECTED: "#9a6700", CLEAN: "#1a7f37",
+COLOR = {VIOLATION: "#cf222e", KNOWN: "#bc4c00", EXPECTED: "#0969da", CLEAN: "#1a7f37",
          UNKNOWN: "#6e7781", ERROR: "#8250df"}
-BG = {VIOLATION: "#ffebe9", KNOWN: "#fff1e5", EXPECTED: "#fff8c5", CLEAN: "#dafbe1",
+BG = {VIOLATION: "#ffebe9", KNOWN: "#fff1e5", EXPECTED: "#ddf4ff", CLEAN: "#dafbe1",
       UNKNOWN: "#f6f8fa", ERROR: "#fbefff"}
 ISOLATIONS = ("serializable", "snapshot", "none")
 
@@ -42,6 +42,7 @@ td.cell a{text-decoration:none;font-weight:600}
 pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px}
 .muted{color:#6e7781}
 .small{font-size:12px}
+pre.wrap,#timeline-text{white-space:pre-wrap;overflow-wrap:anywhere}
 """
 
 
@@ -96,29 +97,27 @@ def _svg(doc: dict) -> str | None:
     return svg[start:] if start >= 0 else svg
 
 
+def _templates():
+    """The Jinja2 environment of the report pages (sweep/templates/, autoescaped: every value
+    from a result is text; only the SVG the report draws itself is marked safe)."""
+    global _ENV
+    if _ENV is None:
+        from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+        _ENV = Environment(loader=FileSystemLoader(folder), autoescape=select_autoescape(["html"]),
+                           undefined=StrictUndefined, keep_trailing_newline=True)
+        _ENV.globals.update(css=CSS, color=COLOR, bg=BG, label=LABEL, symbol=SYMBOL)
+    return _ENV
+
+
+_ENV = None
+
+
 def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None) -> str:
-    c = r["cell"]
-    name = trace_file(r["id"], f["property"])
-    svg_part = (f'<div class="svg">{svg}</div>' if svg else
-                '<p class="muted">SVG timeline unavailable: Graphviz `dot` is not installed.</p>')
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(f['property'])} — {_e(c['profile'])} {_e(c['combo'])}</title>
-<style>{CSS}</style></head><body>
-<p><a href="../index.html#cell-{r['id']}">← back to the matrix</a></p>
-<h1 id="title">{_e(f['property'])}: <span style="color:{COLOR[f['status']]}">{_e(LABEL[f['status']])}</span></h1>
-<table>
-<tr><th>cell</th><td><code>{r['id']}</code></td></tr>
-<tr><th>profile</th><td>{_e(c['profile'])} (engine {_e(c['engine'])}, {_e(c['mode'])}, isolation {_e(c['isolation'])})</td></tr>
-<tr><th>catalog / format</th><td>{_e(c['catalog'])} / v{c['format_version']}</td></tr>
-<tr><th>commands</th><td>{_e(c['combo'])}</td></tr>
-<tr><th>reason</th><td>{_e(f.get('reason') or '')}</td></tr>
-<tr><th>trace</th><td><a href="{name}.json">{name}.json</a> (corpus format; <code>icecheck replay</code>); {len(doc['actions'])} actions, found by {_e(f.get('engine'))}</td></tr>
-</table>
-<h2>Explanation</h2><pre>{_e(doc.get('explanation', ''))}</pre>
-<h2>Timeline</h2><pre id="timeline-text">{_e(text)}</pre>
-{svg_part}
-</body></html>
-"""
+    return _templates().get_template("trace.html").render(
+        r=r, c=r["cell"], f=f, doc=doc, text=text, svg=svg,
+        name=trace_file(r["id"], f["property"]))
 
 
 # -- plots (inline SVG) --------------------------------------------------------------------
@@ -311,71 +310,42 @@ def markdown(results, combos, rows, pages, summary) -> str:
 
 
 def html_page(results, combos, rows, pages, summary) -> str:
-    m = summary["meta"]
-    legend = "".join(f'<span style="background:{BG[s]};color:{COLOR[s]}">{SYMBOL[s]} {_e(LABEL[s])}</span>'
-                     for s in (CLEAN, EXPECTED, KNOWN, VIOLATION, UNKNOWN, ERROR))
-    head = "".join(f"<th>{_e(c)}</th>" for c in combos)
-    body = []
+    matrix = []
     for (profile, catalog, fv), cells in sorted(rows.items()):
         tds = []
         for combo in combos:
             r = cells.get(combo)
             if r is None:
-                tds.append('<td class="cell"></td>')
+                tds.append(None)
             elif "skipped" in r:
-                tds.append(f'<td class="cell muted" title="{_e(r["skipped"]["not_applicable"])}">n/a</td>')
+                tds.append({"skipped": r["skipped"]["not_applicable"]})
             else:
                 st = r["status"]
                 tip = "; ".join(f"{f['property']}: {LABEL[f['status']]}" for f in r["findings"]) \
                     or LABEL[st]
-                link = _cell_link(r, pages) or f"#cell-{r['id']}"
-                tds.append(f'<td class="cell" style="background:{BG[st]}" data-status="{st}" '
-                           f'data-cell="{r["id"]}" data-profile="{_e(profile)}" '
-                           f'data-catalog="{catalog}" data-format="{fv}" data-combo="{_e(combo)}">'
-                           f'<a href="{_e(link)}" style="color:{COLOR[st]}" title="{_e(tip)}">'
-                           f'{SYMBOL[st]} {_e(_short(r))}</a></td>')
-        body.append(f"<tr><th>{_e(profile)}</th><td>{_e(catalog)}</td><td>v{fv}</td>{''.join(tds)}</tr>")
+                tds.append({"skipped": None, "status": st, "id": r["id"], "combo": combo,
+                            "tip": tip, "short": _short(r),
+                            "link": _cell_link(r, pages) or f"#cell-{r['id']}"})
+        matrix.append({"profile": profile, "catalog": catalog, "format": fv, "cells": tds})
     details = []
     for r in sorted(results, key=lambda r: (row_key(r["cell"]), r["cell"]["combo"])):
         c = r["cell"]
-        fs = "<br>".join(
-            (f'<a href="{_e(pages[(r["id"], f["property"])])}">{_e(f["property"])}</a>'
-             if (r["id"], f["property"]) in pages else _e(f["property"]))
-            + f' — <span style="color:{COLOR[f["status"]]}">{_e(LABEL[f["status"]])}</span>'
-            + (f'<br><span class="small muted">{_e(f["reason"])}</span>' if f.get("reason") else "")
-            for f in r["findings"]) or _e(LABEL[r["status"]])
-        err = f'<pre>{_e(r["error"])}</pre>' if r.get("error") else ""
-        details.append(f'<tr id="cell-{r["id"]}"><td><code>{r["id"]}</code></td><td>{_e(c["profile"])}</td>'
-                       f'<td>{_e(c["catalog"])}</td><td>v{c["format_version"]}</td><td>{_e(c["combo"])}</td>'
-                       f'<td>{fs}{err}</td><td>{r["states"]}</td><td>{r["seconds"]:.3f}</td>'
-                       f'<td>{_e(r["engine_used"])}{"" if r["complete"] else " (not exhaustive)"}</td></tr>')
-    counts = []
-    for iso, cnt in sorted(anomaly_counts(results).items()):
-        for (st, prop), n in sorted(cnt.items()):
-            counts.append(f"<tr><td>{_e(iso)}</td><td style='color:{COLOR[st]}'>{_e(LABEL[st])}</td>"
-                          f"<td>{_e(prop)}</td><td>{n}</td></tr>")
-    p = plots(results)
+        details.append({
+            "id": r["id"], "status": r["status"], "profile": c["profile"],
+            "catalog": c["catalog"], "format": c["format_version"], "combo": c["combo"],
+            "findings": [{"property": f["property"], "status": f["status"],
+                          "reason": f.get("reason"), "page": pages.get((r["id"], f["property"]))}
+                         for f in r["findings"]],
+            "error": r.get("error"), "states": r["states"], "seconds": r["seconds"],
+            "engine": r["engine_used"], "complete": r["complete"]})
+    counts = [{"isolation": iso, "status": st, "property": prop, "n": n}
+              for iso, cnt in sorted(anomaly_counts(results).items())
+              for (st, prop), n in sorted(cnt.items())]
     by_status = ", ".join(f"{n} {LABEL[s]}" for s, n in sorted(summary["by_status"].items(),
                                                                   key=lambda kv: SEVERITY[kv[0]]))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>icecheck sweep: anomaly matrix</title>
-<style>{CSS}</style></head><body>
-<h1>Anomaly matrix (icecheck sweep)</h1>
-<p>Master <code>{_e(m.get('master'))}</code> ({_e(m.get('parallelism'))} parallel tasks),
-<span id="ncells">{summary['cells']}</span> cells ({summary['not_applicable']} not applicable):
-{_e(by_status)}. Wall time {_e(m.get('wall_seconds'))} s; {summary['total_states']} states in total;
-space <code>{_e(m.get('space'))}</code>. Each cell links to the timeline of its minimal trace
-(a clean cell to its row below). Results: <a href="results.parquet/">results.parquet</a>,
-<a href="index.md">index.md</a>.</p>
-<p class="legend">{legend}</p>
-<table id="matrix"><thead><tr><th>profile</th><th>catalog</th><th>format</th>{head}</tr></thead>
-<tbody>{''.join(body)}</tbody></table>
-<h2>Plots</h2>
-<div>{p['states']}</div><div>{p['time']}</div><div>{p['isolation']}</div>
-<h2>Anomaly counts per isolation level</h2>
-<table id="counts"><tr><th>isolation</th><th>outcome</th><th>property</th><th>cells</th></tr>{''.join(counts)}</table>
-<h2>Cells</h2>
-<table id="details"><tr><th>cell</th><th>profile</th><th>catalog</th><th>format</th><th>commands</th>
-<th>findings (reason)</th><th>states</th><th>seconds</th><th>engine</th></tr>{''.join(details)}</table>
-</body></html>
-"""
+    m = summary["meta"]
+    meta = {k: m.get(k) for k in ("master", "parallelism", "wall_seconds", "space")}
+    return _templates().get_template("index.html").render(
+        m=meta, summary=summary, by_status=by_status, combos=combos, matrix=matrix,
+        details=details, counts=counts, plots=plots(results),
+        legend=(CLEAN, EXPECTED, KNOWN, VIOLATION, UNKNOWN, ERROR))

@@ -103,3 +103,35 @@ def test_every_link_resolves(page, server):
                 assert page.locator(f"[id='{frag}']").count() == 1, href
             else:
                 assert page.request.get(target).status == 200, href
+
+
+def test_cell_list_filters_and_sorts(page, server, report):
+    """The cell list is a table one can filter (any text of a row) and sort (numbers by value)."""
+    _, results, _ = report
+    page.goto(server + "index.html")
+    rows = page.locator("#details tbody tr")
+    assert rows.count() == len(results)
+    page.fill("#filter", "last_writer_wins")
+    visible = [r for r in rows.all() if r.is_visible()]
+    assert visible and len(visible) < len(results)
+    assert all("last_writer_wins" in r.inner_text() for r in visible)
+    assert page.locator("#shown").inner_text().startswith(f"{len(visible)} of {len(results)}")
+    page.fill("#filter", "")
+    page.locator("#details thead th", has_text="states").click()
+    states = [int(r.locator("td").nth(6).inner_text()) for r in rows.all()]
+    assert states == sorted(states)
+    page.locator("#details thead th", has_text="states").click()
+    states = [int(r.locator("td").nth(6).inner_text()) for r in rows.all()]
+    assert states == sorted(states, reverse=True)
+
+
+def test_known_and_expected_have_distinct_colours():
+    from icecheck.sweep.report import BG, COLOR, EXPECTED, KNOWN
+
+    def rgb(h):
+        return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+
+    def dist(a, b):
+        return sum((x - y) ** 2 for x, y in zip(rgb(a), rgb(b))) ** 0.5
+
+    assert dist(COLOR[KNOWN], COLOR[EXPECTED]) > 150 and dist(BG[KNOWN], BG[EXPECTED]) > 20
