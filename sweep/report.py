@@ -43,6 +43,7 @@ pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px}
 .muted{color:#6e7781}
 .small{font-size:12px}
 pre.wrap,#timeline-text{white-space:pre-wrap;overflow-wrap:anywhere}
+code.wrap{overflow-wrap:anywhere}
 """
 
 
@@ -115,9 +116,19 @@ _ENV = None
 
 
 def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None) -> str:
+    from urllib.parse import urlencode
+
+    from icecheck.traces.format import trace_id
+
+    name = trace_file(r["id"], f["property"])
+    actions = list(doc.get("actions") or [])
+    tid = trace_id(doc, name + ".json")
+    # The explorer picks its port at start-up, so the page gives the command and the path of
+    # the URL at the last step (the state that violates) and at the step before it.
+    steps = [(k, "/?" + urlencode({"config": tid, "path": "~".join(actions), "at": str(k)}))
+             for k in sorted({max(len(actions) - 1, 0), len(actions)})]
     return _templates().get_template("trace.html").render(
-        r=r, c=r["cell"], f=f, doc=doc, text=text, svg=svg,
-        name=trace_file(r["id"], f["property"]))
+        r=r, c=r["cell"], f=f, doc=doc, text=text, svg=svg, name=name, explorer_steps=steps)
 
 
 # -- plots (inline SVG) --------------------------------------------------------------------

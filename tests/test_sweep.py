@@ -95,3 +95,29 @@ def test_reports_without_spark(tmp_path):
                                                   if t.endswith("-undelete.json"))).read_text())
     from icecheck.traces.replay import replay_doc
     assert replay_doc(doc).ok
+
+
+def test_trace_page_opens_in_the_explorer_at_the_violating_step(tmp_path):
+    """A sweep trace page names the explorer command and the URL paths of its last steps; those
+    paths load in the explorer started on that trace, and the last one shows the violation."""
+    import html as html_mod
+    import re
+
+    from icecheck.explorer.server import create_app
+
+    space = load_space()
+    cs, _ = cells(space, Filters(profiles=("spark-3.5-mor-snapshot",), catalogs=("cas",),
+                                 formats=(2,), commands=("DELETE+UPDATE",)))
+    results = [run_cell(c) for c in cs]
+    write_reports(results, [], str(tmp_path), {"master": "none", "wall_seconds": 0})
+    page = next(p for p in sorted((tmp_path / "traces").glob("*-undelete.html")))
+    text = page.read_text()
+    assert "icecheck explore --interactive --trace traces/" in text
+    urls = [html_mod.unescape(u) for u in re.findall(r'<code class="wrap">([^<]+)</code>', text)]
+    assert len(urls) == 2
+    client = create_app(trace=str(page.with_suffix(".json"))).test_client()
+    pages = [client.get(u) for u in urls]
+    assert [p.status_code for p in pages] == [200, 200]
+    violated = 'class="prop violated status-known_finding" data-property="undelete"'
+    assert violated in pages[-1].get_data(as_text=True)       # the violating state
+    assert violated not in pages[0].get_data(as_text=True)    # one step before: not yet
