@@ -164,7 +164,7 @@ def _parse_scenario(doc: Any, path: str) -> Scenario:
         raise ctx.fail("a scenario must be a YAML mapping", 1)
     ctx.keys(doc, TOP_KEYS, "the scenario")
     version = doc.get("version", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:    # `true` and 1.0 == 1 in Python
         raise ctx.fail(f"unsupported scenario format version {version!r} (this is version "
                        f"{FORMAT_VERSION})", doc, "version")
     sid = str(doc.get("id") or os.path.splitext(os.path.basename(path))[0])
@@ -320,7 +320,7 @@ def _data_file(ctx: _Ctx, table: TableConfig, name: str, spec: LineDict) -> Data
     if "record_count" not in spec:
         raise ctx.fail(f"file {name}: a data file needs rows, or record_count (with bounds)", spec)
     count = spec["record_count"]
-    if not isinstance(count, int) or count < 0:
+    if type(count) is not int or count < 0:                      # a YAML `true` is no count
         raise ctx.fail(f"file {name}: record_count must be a non-negative integer", spec, "record_count")
     if partition is None:
         if not table.spec.is_unpartitioned:
@@ -370,7 +370,7 @@ def _delete_file(ctx: _Ctx, table: TableConfig, files: dict, name: str, spec: Li
     dnode = ctx.seq(spec.get("deletes"), f"file {name}: deletes", spec, "deletes")
     positions = []
     for i, item in enumerate(dnode):
-        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[1], int):
+        if not isinstance(item, list) or len(item) != 2 or type(item[1]) is not int:
             raise ctx.fail(f"file {name}: each delete is [data_file, position]", dnode, i)
         target, pos = str(item[0]), item[1]
         data = files.get(target)

@@ -36,6 +36,16 @@ CASES = {
                           "  - commit: {op: rewrite, delete: [d1], add: [d2]}\n", 10,
                           "Invalid REPLACE operation: 2 added records > 1 replaced records"),
     "commit-before-begin": (GOOD_HEAD + "steps:\n  - commit: w1\n", 8, "writer w1 has not begun"),
+    "version-bool": (GOOD_HEAD.replace("version: 1", "version: true") +
+                     "steps:\n  - commit: {op: append, add: [d1]}\n", 1,
+                     "unsupported scenario format version True"),
+    "version-float": (GOOD_HEAD.replace("version: 1", "version: 1.0") +
+                      "steps:\n  - commit: {op: append, add: [d1]}\n", 1,
+                      "unsupported scenario format version 1.0"),
+    "record-count-bool": (GOOD_HEAD.replace("d1: {rows: [[1, a]]}",
+                                            "d1: {record_count: true, partition: {category: a}}") +
+                          "steps:\n  - commit: {op: append, add: [d1]}\n", 6,
+                          "record_count must be a non-negative integer"),
     "unknown-column-filter": (GOOD_HEAD + "steps:\n  - begin: w1\n    op: overwrite\n    delete: [d1]\n"
                               "    validate: {filter: \"colour = 'a'\"}\n", 11, "colour"),
 }
@@ -69,3 +79,20 @@ def test_failed_expectation_exits_1(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert "expected validation_failed, got committed" in proc.stdout.replace("\n", "")
+
+
+def test_trace_version_true_is_not_version_1(tmp_path):
+    """JSON ``true == 1`` in Python: a boolean version must not pass as version 1."""
+    import glob
+    import json
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    doc = json.load(open(sorted(glob.glob(os.path.join(root, "traces", "*.json")))[0]))
+    doc["version"] = True
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "replay", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "unsupported trace version True" in proc.stderr

@@ -211,7 +211,7 @@ def check_trace(doc: Any, path: str = "<trace>", text: str | None = None) -> Non
     for key in REQUIRED:
         if key not in doc:
             raise bad(f"missing field '{key}'")
-    if doc["version"] != VERSION:
+    if type(doc["version"]) is not int or doc["version"] != VERSION:     # true == 1 in Python
         raise bad(f"unsupported trace version {doc['version']!r} (this icecheck reads "
                   f"version {VERSION})", "version")
     if doc["kind"] not in KINDS:
