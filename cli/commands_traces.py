@@ -104,3 +104,33 @@ def trace_show(trace_file: str, svg: str | None, explain: bool, as_json: bool) -
             err.print(f"[bold red]error:[/] {escape(str(e))}", markup=True)
             sys.exit(EXIT_INPUT)
         err.print(f"wrote {svg}")
+
+
+@trace.command("export")
+@click.argument("trace_file", metavar="TRACE")
+@click.option("--itf", "itf", is_flag=True, required=True,
+              help="Write the Informal Trace Format with the full model state at every step "
+                   "(ITF's #set/#tup/#map; docs/traces.md, \"ITF export\").")
+@click.option("-o", "--output", "output", metavar="OUT.itf.json",
+              help="Write to this file (atomically) instead of standard output.")
+def trace_export(trace_file: str, itf: bool, output: str | None) -> None:
+    """Export TRACE, re-run on the model, with every state in full."""
+    import json
+
+    from icecheck.traces.format import check_writable_dir, load_trace, write_atomic
+    from icecheck.traces.itf import export
+
+    try:
+        if output:
+            if os.path.isdir(output):
+                raise InputError(f"{output!r} is a folder; name the file to write", "--output")
+            check_writable_dir(os.path.dirname(os.path.abspath(output)), "--output")
+        doc = export(load_trace(trace_file), trace_file)
+    except InputError as e:
+        fail_input(e)
+    text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    if output:
+        write_atomic(output, text)
+        err.print(f"wrote {output}", markup=False)
+    else:
+        sys.stdout.write(text)

@@ -227,3 +227,67 @@ def test_svg_without_dot_says_how_to_install(tmp_path, monkeypatch):
     doc = fmt.load_trace(os.path.join(ROOT, "traces", "undelete-v2-mor-snapshot.json"))
     with pytest.raises(timeline.GraphvizMissing, match="apt-get install graphviz"):
         timeline.render_svg(doc, str(tmp_path / "x.svg"))
+
+
+def test_itf_export_carries_the_model_state_in_itf_encodings():
+    """`trace export --itf`: every corpus trace exports; each state's rows and snapshot agree
+    with the corpus trace's own state summary; only ITF's value forms appear (no null, no
+    float; sets, tuples and maps tagged)."""
+    import glob as glob_mod
+    from collections import Counter
+
+    from icecheck.traces.format import load_trace
+    from icecheck.traces.itf import VARS, export
+
+    def check_values(x, where):
+        assert x is not None and not isinstance(x, float), where
+        if isinstance(x, dict):
+            tags = [k for k in x if k.startswith("#")]
+            if tags and tags != ["#meta"]:
+                assert len(x) == 1 and tags[0] in ("#set", "#tup", "#map", "#bigint",
+                                                   "#unserializable"), (where, x)
+            for k, v in x.items():
+                if k == "#map":
+                    for pair in v:
+                        assert isinstance(pair, list) and len(pair) == 2, where
+                        check_values(pair[0], where), check_values(pair[1], where)
+                else:
+                    check_values(v, where)
+        elif isinstance(x, list):
+            for v in x:
+                check_values(v, where)
+
+    def untup(v):
+        return tuple(untup(x) for x in v["#tup"]) if isinstance(v, dict) and "#tup" in v else v
+
+    paths = sorted(glob_mod.glob(os.path.join(ROOT, "traces", "*.json")))
+    assert paths
+    for p in paths:
+        doc = load_trace(p)
+        itf = export(doc, p)
+        assert itf["vars"] == VARS and len(itf["states"]) == len(doc["states"])
+        for k, (mine, theirs) in enumerate(zip(itf["states"], doc["states"])):
+            assert mine["#meta"]["index"] == k and set(VARS) <= set(mine)
+            check_values(mine, f"{p} state {k}")
+            rows = Counter(untup(v) for _, v in mine["rows"]["#map"])
+            assert rows == Counter(tuple(r) for r in theirs["rows"]), (p, k)
+            assert mine["current_snapshot"] == theirs["snapshot"], (p, k)
+            assert mine["catalog"]["pointer"] == theirs["pointer"], (p, k)
+
+
+def test_itf_export_cli():
+    p = subprocess.run([sys.executable, "-m", "icecheck", "trace", "export", "--itf",
+                        os.path.join(ROOT, "traces", "undelete-v2-mor-snapshot.json")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    last = doc["states"][-1]
+    assert last["action"] == "w2.cas" and last["current_snapshot"] == 2001
+    # w2's position delete targets the row w2 read (s-d1 @ 0), not the row w1's UPDATE wrote
+    files = dict((k, v) for k, v in last["files"]["#map"])
+    w2 = [v for k, v in files.items() if k.startswith("w2-")]
+    assert w2 and w2[0]["positions"] == {"#set": [{"#tup": ["s-d1", 0]}]}
+    p = subprocess.run([sys.executable, "-m", "icecheck", "trace", "export", "--itf",
+                        os.path.join(ROOT, "README.md")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "README.md" in p.stderr
