@@ -53,11 +53,12 @@ def load_space(path: str | None = None) -> Space:
     doc = load_yaml_file(path) or {}
     if not isinstance(doc, dict):
         raise InputError("expected a mapping (profiles, catalogs, format_versions, commands, "
-                         "combos, bounds)", path)
+                         "combos, bounds)", path, getattr(doc, "line", 1))
     unknown = set(doc) - {"profiles", "catalogs", "format_versions", "commands", "combos",
                           "initial_rows", "bounds", "hypothesis"}
     if unknown:
-        raise InputError(f"unknown key(s) {sorted(unknown)}", path)
+        raise InputError(f"unknown key(s) {sorted(unknown)}", path,
+                         _line(doc, sorted(unknown, key=str)[0]))
     try:
         space = Space(
             profiles=[str(p) for p in doc["profiles"]],
@@ -71,69 +72,91 @@ def load_space(path: str | None = None) -> Space:
             path=path)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputError(f"malformed sweep space: {type(e).__name__}: {e}", path) from None
-    _validate(space)
+    _validate(space, doc)
     return space
 
 
-def _string_keys(value: Any, path: str, where: str) -> None:
+def _line(doc: Any, *keys: Any) -> int | None:
+    """The line of ``doc[keys[0]][keys[1]]...`` (as deep as the keys exist), so an error in a
+    space file points at the offending line, not just at the file."""
+    line = getattr(doc, "line", None)
+    node = doc
+    for key in keys:
+        if isinstance(node, dict) and key in node and hasattr(node, "line_of"):
+            line = node.line_of(key)
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node) \
+                and hasattr(node, "line_of"):
+            line = node.line_of(key)
+            node = node[key]
+        else:
+            break
+    return line
+
+
+def _string_keys(value: Any, path: str, where: str, line: int | None = None) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
+            here = value.line_of(k) if hasattr(value, "line_of") else line
             if not isinstance(k, str):
                 raise InputError(f"{where}: key {k!r} is not a string (YAML reads a bare `on` as "
-                                 f"true: quote it, \"on\")", path)
-            _string_keys(v, path, where)
+                                 f"true: quote it, \"on\")", path, here)
+            _string_keys(v, path, where, here)
     elif isinstance(value, list):
         for v in value:
-            _string_keys(v, path, where)
+            _string_keys(v, path, where, getattr(v, "line", line))
 
 
-def _validate(space: Space) -> None:
+def _validate(space: Space, doc: Any = None) -> None:
     from icecheck.models.profiles import load_profiles
     known = load_profiles()
-    for p in space.profiles:
+    path = space.path
+    for i, p in enumerate(space.profiles):
         if p not in known:
-            raise InputError(f"unknown profile {p!r}; known: {', '.join(sorted(known))}", space.path)
-    for c in space.catalogs:
+            raise InputError(f"unknown profile {p!r}; known: {', '.join(sorted(known))}", path,
+                             _line(doc, "profiles", i))
+    for i, c in enumerate(space.catalogs):
         if c not in cat.KINDS:
             raise InputError(f"unknown catalog {c!r}; expected one of {', '.join(cat.KINDS)}",
-                             space.path)
-    for v in space.format_versions:
-        if v not in (1, 2, 3):
-            raise InputError(f"unknown format version {v}", space.path)
+                             path, _line(doc, "catalogs", i))
+    for i, v in enumerate(space.format_versions):
+        check_number(v, "format_versions", path, low=1, high=3,
+                     line=_line(doc, "format_versions", i))
     for name, command in space.commands.items():
-        _string_keys(command, space.path, f"command {name}")
-    for combo in space.combos:
+        _string_keys(command, path, f"command {name}", _line(doc, "commands", name))
+    for i, combo in enumerate(space.combos):
         if not 1 <= len(combo) <= 3:
             raise InputError(f"a combination has 1 to 3 commands (one per writer): {combo}",
-                             space.path)
+                             path, _line(doc, "combos", i))
         for name in combo:
             if name not in space.commands:
                 raise InputError(f"combination {combo} names an unknown command {name!r}; "
-                                 f"defined: {', '.join(space.commands)}", space.path)
+                                 f"defined: {', '.join(space.commands)}", path,
+                                 _line(doc, "combos", i))
     unknown = set(space.bounds) - set(DEFAULT_BOUNDS)
     if unknown:
-        raise InputError(f"unknown bound(s) {sorted(unknown)}", space.path)
+        raise InputError(f"unknown bound(s) {sorted(unknown)}", path,
+                         _line(doc, "bounds", sorted(unknown)[0]))
     unknown = set(space.hypothesis) - set(DEFAULT_HYPOTHESIS)
     if unknown:
-        raise InputError(f"unknown hypothesis setting(s) {sorted(unknown)}", space.path)
-    for v in space.format_versions:
-        check_number(v, "format_versions", space.path, low=1, high=3)
+        raise InputError(f"unknown hypothesis setting(s) {sorted(unknown)}", path,
+                         _line(doc, "hypothesis", sorted(unknown)[0]))
     # Each bound multiplies every cell's state space: past these a sweep never ends.
     b, h = space.bounds, space.hypothesis
-    check_number(b["ops"], "bounds.ops", space.path, low=1, high=9)
-    check_number(b["retries"], "bounds.retries", space.path, low=0, high=MAX_RETRIES)
-    check_number(b["max_depth"], "bounds.max_depth", space.path, low=0, high=1000,
-                 allow_none=True)
-    check_number(b["max_files"], "bounds.max_files", space.path, low=0, high=10_000,
-                 allow_none=True)
-    check_number(b["max_states"], "bounds.max_states", space.path, low=1, high=100_000_000,
-                 allow_none=True)
-    check_number(b["time_budget"], "bounds.time_budget", space.path, low=0.001, high=86_400,
-                 integer=False)
-    check_number(h["max_examples"], "hypothesis.max_examples", space.path, low=1, high=1_000_000)
-    check_number(h["seed"], "hypothesis.seed", space.path, low=0, high=2**63)
-    check_number(h["time_budget"], "hypothesis.time_budget", space.path, low=0.001,
-                 high=86_400, integer=False)
+
+    def number(section: str, key: str, **kw: Any) -> None:
+        value = (b if section == "bounds" else h)[key]
+        check_number(value, f"{section}.{key}", path, line=_line(doc, section, key), **kw)
+
+    number("bounds", "ops", low=1, high=9)
+    number("bounds", "retries", low=0, high=MAX_RETRIES)
+    number("bounds", "max_depth", low=0, high=1000, allow_none=True)
+    number("bounds", "max_files", low=0, high=10_000, allow_none=True)
+    number("bounds", "max_states", low=1, high=100_000_000, allow_none=True)
+    number("bounds", "time_budget", low=0.001, high=86_400, integer=False)
+    number("hypothesis", "max_examples", low=1, high=1_000_000)
+    number("hypothesis", "seed", low=0, high=2**63)
+    number("hypothesis", "time_budget", low=0.001, high=86_400, integer=False)
 
 
 # -- filters ----------------------------------------------------------------------------------

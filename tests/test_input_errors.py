@@ -96,3 +96,34 @@ def test_trace_version_true_is_not_version_1(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert "unsupported trace version True" in proc.stderr
+
+
+SPACE_CASES = {
+    # today's issue: `ops: 100000000` grew without end; each bound now has a ceiling
+    "absurd-ops": (r"^(\s*ops:\s*).*$", r"\g<1>100000000", "bounds.ops must be between 1 and 9"),
+    "bool-ops": (r"^(\s*ops:\s*).*$", r"\g<1>true", "bounds.ops must be an integer, not True"),
+    "nan-ops": (r"^(\s*ops:\s*).*$", r"\g<1>.nan", "bounds.ops must be an integer, not nan"),
+    "bool-format": (r"^format_versions: .*$", "format_versions: [2, true]",
+                    "format_versions must be an integer, not True"),
+    "unknown-catalog": (r"^catalogs: .*$", "catalogs: [cas, zzz]", "unknown catalog 'zzz'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPACE_CASES))
+def test_bad_sweep_space_names_file_and_line(tmp_path, name):
+    import os
+    import re
+    pattern, replacement, fragment = SPACE_CASES[name]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    good = open(os.path.join(root, "sweep", "space.yaml")).read()
+    text, count = re.subn(pattern, replacement, good, count=1, flags=re.M)
+    assert count == 1
+    line = next(i for i, (a, b) in enumerate(zip(good.splitlines(), text.splitlines()), 1) if a != b)
+    path = tmp_path / "space.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "sweep", "--space", str(path), "--list"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f"{path}:{line}: {fragment}" in proc.stderr, proc.stderr
