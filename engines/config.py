@@ -45,6 +45,36 @@ class ExploreConfig:
     name: str = ""
     # swaps that apply while the catalog answers CommitFailedException (models/system.py)
     phantom_failures: bool = False
+    # writer_profiles[i] = the engine profile of writer w{i+1} ("" or absent: ``profile``), so
+    # one exploration mixes engines (a Spark job and a PyIceberg script on one table)
+    writer_profiles: tuple[str, ...] = ()
+
+    def profile_of(self, index: int) -> str:
+        """The profile of writer ``w{index}`` (1-based)."""
+        if index - 1 < len(self.writer_profiles) and self.writer_profiles[index - 1]:
+            return self.writer_profiles[index - 1]
+        return self.profile
+
+    @property
+    def mixed(self) -> bool:
+        """Do the writers run on more than one engine profile?"""
+        return len({self.profile_of(i) for i in range(1, len(self.writers) + 1)}
+                   | {self.profile}) > 1
+
+    @property
+    def profile_label(self) -> str:
+        """The profile for titles and explanations: ``w1 spark-..., w2 pyiceberg-...`` when mixed."""
+        if not self.mixed:
+            return self.profile
+        return ", ".join(f"w{i} {self.profile_of(i)}" for i in range(1, len(self.writers) + 1))
+
+    @property
+    def judged_profiles(self):
+        """What the expectation table judges this run under: the profile, or for a mixed run
+        the tuple of every writer's profile (``properties.expectations.expectation``)."""
+        if not self.mixed:
+            return self.profile
+        return tuple(sorted({self.profile_of(i) for i in range(1, len(self.writers) + 1)}))
 
     def as_json(self) -> dict:
         doc = {
@@ -57,6 +87,8 @@ class ExploreConfig:
         }
         if self.phantom_failures:  # only when on: configurations recorded before stay as they were
             doc["phantom_failures"] = True
+        if any(self.writer_profiles):  # likewise: single-profile traces keep their old form
+            doc["writer_profiles"] = list(self.writer_profiles)
         return doc
 
     @staticmethod
@@ -75,7 +107,8 @@ class ExploreConfig:
                 writers=writers, faults=bool(doc.get("faults", False)),
                 crashes=bool(doc.get("crashes", False)), key=doc.get("key", "id"),
                 name=doc.get("name", ""),
-                phantom_failures=bool(doc.get("phantom_failures", False)))
+                phantom_failures=bool(doc.get("phantom_failures", False)),
+                writer_profiles=tuple(doc.get("writer_profiles", ())))
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise InputError(f"malformed configuration: {type(e).__name__}: {e}", path) from None
         check_config(cfg, doc, path)
@@ -99,6 +132,11 @@ def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
             raise bad(f"{flag} must be true or false, not {doc[flag]!r}")
     if not isinstance(cfg.profile, str) or not isinstance(cfg.catalog, str):
         raise bad("profile and catalog must be strings")
+    wp = doc.get("writer_profiles", [])
+    if not isinstance(wp, list) or not all(isinstance(p, str) for p in wp):
+        raise bad(f"writer_profiles must be a list of profile names, not {wp!r}")
+    if len(wp) > len(cfg.writers):
+        raise bad(f"writer_profiles names {len(wp)} profiles for {len(cfg.writers)} writers")
     types = dict(cfg.schema)
     for name, typ in cfg.schema:
         if typ not in COLUMN_TYPES:
@@ -178,8 +216,12 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
     """The model configuration: setup commit of the initial rows, then the writers' programs."""
     if cfg.catalog not in cat.KINDS:
         raise InputError(f"unknown catalog {cfg.catalog!r}; expected one of {', '.join(cat.KINDS)}", path)
+    if len(cfg.writer_profiles) > len(cfg.writers):
+        raise InputError(f"{len(cfg.writer_profiles)} writer profiles for {len(cfg.writers)} "
+                         f"writers", path)
     try:
-        get_profile(cfg.profile)
+        for name in {cfg.profile, *(p for p in cfg.writer_profiles if p)}:
+            get_profile(name)
     except KeyError as e:
         raise InputError(str(e.args[0]), path) from None
     table = table_config(cfg, path)
@@ -191,18 +233,21 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
         files = tuple(table.data_file(f"s-d{i}", tuple(rows))
                       for i, (_, rows) in enumerate(sorted(by_part.items(), key=repr), 1))
         setup = (Operation(ops.APPEND, add_data=files),)
-    supported = get_profile(cfg.profile).commands
     writers = []
     for i, prog in enumerate(cfg.writers, 1):
+        profile = cfg.profile_of(i)
+        supported = get_profile(profile).commands
         entries = tuple(tuple(command_of(table, c, path) for c in entry) for entry in prog)
         for entry in entries:
             for c in entry:
                 if c.kind not in supported:
-                    raise InputError(f"profile {cfg.profile} has no rule for {c.kind} (it "
+                    raise InputError(f"profile {profile} has no rule for {c.kind} (it "
                                      f"supports {', '.join(supported)})", path)
         writers.append(WriterProgram(f"w{i}", entries))
+    per_writer = {f"w{i}": cfg.profile_of(i) for i in range(1, len(cfg.writers) + 1)
+                  if cfg.profile_of(i) != cfg.profile}
     return ModelConfig(table, tuple(writers), cfg.catalog, cfg.faults, cfg.crashes, setup,
-                       planner=make_planner(cfg.profile), fuse_local_steps=True,
+                       planner=make_planner(cfg.profile, per_writer), fuse_local_steps=True,
                        phantom_failures=cfg.phantom_failures)
 
 

@@ -661,7 +661,7 @@ def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) ->
     c_cfg = minimize_config(c_cfg, c_acts, prop)
     return build_trace(
         c_cfg, c_acts, property=prop, trace_id=trace_name(c_cfg, prop),
-        title=f"{prop} under {cfg.profile} ({cfg.catalog}, v{cfg.format_version})",
+        title=f"{prop} under {cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
         found_by={"engine": engine, "explored_config": cfg.name,
                   "search_actions": list(actions), "shortest": engine == BFS})
 

@@ -72,10 +72,12 @@ def symmetry_classes(cfg) -> list[list[int]]:
         if others & set(range(1, n + 1)):
             norm.append(("unique", i))
             continue
-        norm.append(repr(_rename_value(prog, {i: 0})))
+        # writers on different engine profiles plan the same command differently: never swap them
+        profile = cfg.profile_of(i) if hasattr(cfg, "profile_of") else ""
+        norm.append((profile, repr(_rename_value(prog, {i: 0}))))
     classes: dict[Any, list[int]] = {}
     for i, key in enumerate(norm, 1):
-        classes.setdefault(key if not isinstance(key, tuple) else key, []).append(i)
+        classes.setdefault(key, []).append(i)
     return [c for c in classes.values()]
 
 

@@ -143,6 +143,9 @@ class LineageTables:
                 f"rewrite history (see `icecheck z3 prove-cas-appends` and the explicit engines)")
         if cfg.faults or cfg.crashes or cfg.phantom_failures:
             raise Z3Unsupported("the z3 search does not model faults or crashes")
+        if getattr(cfg, "mixed", False):
+            raise Z3Unsupported("the z3 search models one engine profile for every writer; this "
+                                "configuration mixes profiles (use the explicit or Hypothesis engine)")
         self.cfg = cfg
         self.model: Model = model_for(cfg)
         progs = self.model.config.writers

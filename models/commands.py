@@ -247,12 +247,21 @@ def _plan_compaction(cmd, rule, profile, table, rows, live, names) -> Operation:
                      validations=_validations(rule, profile, cmd, ()))
 
 
-def make_planner(profile_name: str):
-    """The planner the model calls at ``begin`` for command intents."""
-    profile = get_profile(profile_name)
+def make_planner(profile_name: str, writer_profiles: dict[str, str] | None = None):
+    """The planner the model calls at ``begin`` for command intents.
+
+    ``writer_profiles`` maps a writer's name to its own profile (a pipeline whose jobs run on
+    different engines: a Flink job, a Spark MERGE, a PyIceberg script on one table); a writer
+    it does not name plans with ``profile_name``. The planner dispatches on the writer the
+    model passes, so the transition system itself stays one model for every mix of engines."""
+    default = get_profile(profile_name)
+    per_writer = {w: get_profile(p) for w, p in (writer_profiles or {}).items()}
 
     def planner(cmd: Command, **kwargs: Any) -> Operation:
+        writer = kwargs.get("writer")
+        profile = per_writer.get(writer.name, default) if writer is not None else default
         return plan(cmd, profile, **kwargs)
 
-    planner.profile = profile  # type: ignore[attr-defined]
+    planner.profile = default  # type: ignore[attr-defined]
+    planner.writer_profiles = per_writer  # type: ignore[attr-defined]
     return planner

@@ -69,7 +69,7 @@ def reached(model: Model, state: State, key: str = "id") -> set[str]:
 def split(cfg: ExploreConfig, violations: list) -> tuple[list, list]:
     """(unexpected violations, [(violation, expectation)]) for this configuration."""
     from icecheck.properties import split_expected
-    unexpected, expected = split_expected(cfg.profile, cfg.catalog, cfg.format_version,
+    unexpected, expected = split_expected(cfg.judged_profiles, cfg.catalog, cfg.format_version,
                                           violations)
     return list(unexpected), list(expected)
 
@@ -131,7 +131,7 @@ def judge(cfg: ExploreConfig, model: Model, state: State) -> Judgement:
     unexpected, expected = split(cfg, violations)
     known = []
     for v in unexpected:
-        e = expectation(cfg.profile, cfg.catalog, cfg.format_version, v)
+        e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v)
         if e.status == KNOWN_FINDING:
             known.append((v, e))
     return Judgement(violations, unexpected, expected, {v.property for v in violations}, known)

@@ -177,7 +177,7 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
     if prop is not None:
         v = next(v for v in judgement.violations if v.property == prop)
         expectation = judgement.expectation_of(prop)
-        where = f"{cfg.profile}, {cfg.catalog}, v{cfg.format_version}"
+        where = f"{getattr(cfg, 'profile_label', cfg.profile)}, {cfg.catalog}, v{cfg.format_version}"
         status_name = getattr(expectation, "status", None)
         if status_name == "known_finding":
             status = (f"KNOWN FINDING: must hold under {where}, and a recorded known "

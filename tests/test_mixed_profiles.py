@@ -1,0 +1,89 @@
+"""Mixed engines in one exploration: each writer plans with its own profile (a Spark job and
+a client that validates nothing on one table), the trace records the profiles, old traces
+(no ``writer_profiles``) replay as before, symmetry never swaps writers on different engines,
+and z3 refuses a mixed configuration with a clear message."""
+
+from dataclasses import replace
+
+import pytest
+
+from icecheck.engines.config import ExploreConfig, build_model_config, mix_config
+from icecheck.engines.explicit import search
+from icecheck.engines.symmetry import symmetry_classes
+from icecheck.scenarios.errors import InputError
+
+SPARK = "spark-3.5-cow-serializable"
+
+
+def _two_updates(writer_profiles=()):
+    cfg = mix_config(SPARK, writers=2, ops_per_writer=1, mix=("update",), keys=1)
+    return replace(cfg, writer_profiles=tuple(writer_profiles))
+
+
+def _found(cfg):
+    res = search(cfg, engine="bfs", traces=False)
+    return set(res.violations) | set(res.allowed), res
+
+
+def test_each_writer_plans_with_its_own_profile():
+    spark_only, _ = _found(_two_updates())
+    naive_only, _ = _found(replace(_two_updates(), profile="no-validation"))
+    mixed, res = _found(_two_updates(("", "no-validation")))
+    assert spark_only == set()            # Spark's validations stop every lost update
+    assert naive_only                     # a client that validates nothing loses one
+    assert mixed and mixed <= naive_only  # one naive writer beside Spark is enough
+    # judged under the strictest of the writers' expectations: what the naive client may do
+    # alone is a must-hold violation once a Spark job's rows are at stake
+    assert set(res.violations) == mixed
+    model = build_model_config(_two_updates(("", "no-validation")))
+    assert model.planner.writer_profiles["w2"].name == "no-validation"
+    assert "w1" not in model.planner.writer_profiles
+
+
+def test_symmetry_keeps_writers_on_different_engines_apart():
+    same = _two_updates()
+    mixed = _two_updates(("", "no-validation"))
+    assert symmetry_classes(same) == [[1, 2]]
+    assert symmetry_classes(mixed) == [[1], [2]]
+    with_sym = search(mixed, engine="bfs", symmetry=True, traces=False)
+    without = search(mixed, engine="bfs", symmetry=False, traces=False)
+    assert set(with_sym.violations) == set(without.violations) != set()
+    assert with_sym.states == without.states  # nothing to fold: the writers differ
+
+
+def test_trace_format_records_profiles_and_old_traces_still_load():
+    mixed = _two_updates(("", "pyiceberg-0.12-serializable"))
+    doc = mixed.as_json()
+    assert doc["writer_profiles"] == ["", "pyiceberg-0.12-serializable"]
+    back = ExploreConfig.from_json(doc)
+    assert back == mixed and back.mixed and back.profile_of(2) == "pyiceberg-0.12-serializable"
+    assert back.judged_profiles == tuple(sorted((SPARK, "pyiceberg-0.12-serializable")))
+    old = _two_updates().as_json()
+    assert "writer_profiles" not in old   # single-profile configurations keep their old form
+    assert not ExploreConfig.from_json(old).mixed
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["nope"], "nope"),
+    (["", "", "x"], "writer_profiles names 3 profiles for 2 writers"),
+    ("spark", "writer_profiles must be a list"),
+])
+def test_bad_writer_profiles_are_input_errors(bad, message):
+    doc = _two_updates().as_json()
+    doc["writer_profiles"] = bad
+    with pytest.raises(InputError, match=message):
+        ExploreConfig.from_json(doc)
+
+
+def test_z3_refuses_mixed_profiles():
+    from icecheck.engines.z3_engine import Z3Unsupported, z3_search
+    with pytest.raises(Z3Unsupported, match="mixes profiles"):
+        z3_search(_two_updates(("", "no-validation")), depth=4)
+
+
+def test_hypothesis_explores_a_mixed_configuration():
+    from icecheck.engines.hypothesis_engine import explore
+    res = explore(_two_updates(("", "no-validation")), max_examples=200, seed=1)
+    found = {f.property for f in res.findings}
+    assert found and found <= set(search(_two_updates(("", "no-validation")), engine="bfs",
+                                         traces=False).violations), "200 derandomised runs of two racing UPDATEs find the naive writer's loss"
