@@ -128,8 +128,10 @@ def load_explorations(path: str) -> list[Exploration]:
             from icecheck.engines.config import build_model_config
             build_model_config(x.config(), path)
         except InputError as err_:
-            raise InputError(err_.detail, path, err_.line if err_.path == path else line) \
-                from None
+            # an error without a line of its own (a profile with no rule for a command) points
+            # at the entry
+            raise InputError(err_.detail, path,
+                             (err_.line if err_.path == path else None) or line) from None
         except (TypeError, ValueError) as err_:
             raise InputError(f"explorations[{i}]: {err_}", path, line) from None
         out_list.append(x)

@@ -137,7 +137,7 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
                          faults, crashes, phantom_failures)
         from icecheck.engines.config import build_model_config
-        build_model_config(cfg, "<arguments>")
+        build_model_config(cfg, "--profile/--mix")
     except InputError as e:
         fail_input(e)
     if engine == "z3":

@@ -62,7 +62,7 @@ def search(profile, writers, ops, mix, keys, catalog, format_version, depth, pro
     kinds = tuple(k.strip() for k in mix.split(",") if k.strip())
     try:
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version))
-        build_model_config(cfg, "<arguments>")
+        build_model_config(cfg, "--profile/--mix")
     except InputError as e:
         fail_input(e)
     run_z3(cfg, depth, properties, save_dir, as_json, strict)

@@ -44,7 +44,7 @@ def run_interactive(*, interactive: bool, trace: str | None, port: int, save_dir
             kinds = tuple(k.strip() for k in mix.split(",") if k.strip())
             config = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
                                 faults, crashes)
-            build_model_config(config, "<arguments>")
+            build_model_config(config, "--profile/--mix")
         app = create_app(config=config, trace=trace, save_dir=save_dir)
     except InputError as e:
         fail_input(e)

@@ -127,3 +127,40 @@ def test_bad_sweep_space_names_file_and_line(tmp_path, name):
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert f"{path}:{line}: {fragment}" in proc.stderr, proc.stderr
+
+
+NO_RULE_EXPLORATION = """\
+explorations:
+  - id: a
+    profile: pyiceberg-0.12-serializable
+    mix: [compact]
+    max_examples: 5
+"""
+
+
+@pytest.mark.parametrize("text,fragment", [
+    (NO_RULE_EXPLORATION, "profile pyiceberg-0.12-serializable has no rule for COMPACT"),
+    (NO_RULE_EXPLORATION.replace("pyiceberg-0.12-serializable", "nope"), "unknown profile 'nope'"),
+])
+def test_bad_exploration_names_file_and_line(tmp_path, text, fragment):
+    """A command the profile has no rule for (once a KeyError) points at its entry's line."""
+    path = tmp_path / "ex.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "check", "--explorations", str(path),
+                           "--reports", str(tmp_path / "reports")], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f"{path}:2: {fragment}" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["explore", "--profile", "pyiceberg-0.12-serializable", "--mix", "compact", "--max-examples", "5"],
+    ["z3", "search", "--profile", "pyiceberg-0.12-serializable", "--mix", "compact"],
+])
+def test_no_rule_for_a_command_names_the_options(args):
+    proc = subprocess.run([sys.executable, "-m", "icecheck", *args], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == ("error: --profile/--mix: profile pyiceberg-0.12-serializable has "
+                                   "no rule for COMPACT (it supports INSERT, DELETE, UPDATE, MERGE, "
+                                   "OVERWRITE, OVERWRITE_PARTITIONS)"), proc.stderr
