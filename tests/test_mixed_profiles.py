@@ -87,3 +87,14 @@ def test_hypothesis_explores_a_mixed_configuration():
     found = {f.property for f in res.findings}
     assert found and found <= set(search(_two_updates(("", "no-validation")), engine="bfs",
                                          traces=False).violations), "200 derandomised runs of two racing UPDATEs find the naive writer's loss"
+
+
+def test_canonical_traces_keep_each_writers_profile():
+    from icecheck.traces.canonical import rename_writers
+    cfg = _two_updates(("", "no-validation"))
+    renamed, _ = rename_writers(cfg, [], ["w2", "w1"])
+    assert renamed.profile_of(1) == "no-validation" and renamed.profile_of(2) == SPARK
+    res = search(cfg, engine="bfs", traces=True)
+    for v in res.violations.values():
+        got = ExploreConfig.from_json(v.trace["config"])
+        assert "no-validation" in {got.profile_of(i) for i in range(1, len(got.writers) + 1)}

@@ -63,6 +63,14 @@ def _rename_value(value: Any, mapping: dict[int, int]) -> Any:
     return value
 
 
+def _trim(profiles, default: str) -> tuple[str, ...]:
+    """Writer profiles in their shortest form: the default as "", no trailing defaults."""
+    out = ["" if p == default else p for p in profiles]
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out)
+
+
 def rename_writers(cfg: ExploreConfig, actions: list[Action],
                    order: list[str]) -> tuple[ExploreConfig, list[Action]]:
     """Rename writer ``order[i]`` to ``w{i+1}`` in the configuration and the actions."""
@@ -72,6 +80,11 @@ def rename_writers(cfg: ExploreConfig, actions: list[Action],
     for old, i in index.items():
         programs[i] = _rename_value(cfg.writers[int(old[1:]) - 1], mapping)
     new_cfg = replace(cfg, writers=tuple(programs))
+    if any(cfg.writer_profiles):  # each writer keeps its engine profile under its new name
+        profiles = [""] * len(cfg.writers)
+        for old, i in index.items():
+            profiles[i] = cfg.profile_of(int(old[1:]))
+        new_cfg = replace(new_cfg, writer_profiles=_trim(profiles, cfg.profile))
     new_actions = [Action(f"w{index[a.writer] + 1}", a.kind, a.choice) for a in actions]
     return new_cfg, new_actions
 
@@ -180,13 +193,15 @@ def minimize_config(cfg: ExploreConfig, actions: list[Action], prop: str,
     for i, prog in enumerate(cfg.writers[:n], 1):
         used = max(begins.get(f"w{i}", 0), 1)
         programs.append(prog[:used])
-    candidate = replace(cfg, writers=tuple(programs))
+    candidate = replace(cfg, writers=tuple(programs),
+                        writer_profiles=_trim(cfg.writer_profiles[:n], cfg.profile))
     if candidate == cfg:
         return cfg
     if Oracle(candidate, prop, check)(actions) == list(actions):
         return candidate
     # keep all writers' full programs, but drop idle trailing writers alone
-    candidate = replace(cfg, writers=cfg.writers[:n])
+    candidate = replace(cfg, writers=cfg.writers[:n],
+                        writer_profiles=_trim(cfg.writer_profiles[:n], cfg.profile))
     if candidate != cfg and Oracle(candidate, prop, check)(actions) == list(actions):
         return candidate
     return cfg
