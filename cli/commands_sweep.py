@@ -39,8 +39,13 @@ def _progress(label: str):
 
 
 @main.command("sweep")
-@click.option("--master", default="local[*]", show_default=True,
-              help="Spark master: local[N], local[*] or a cluster URL (spark://host:7077).")
+@click.option("--master", default=None,
+              help="Spark master: local[N], local[*] or a cluster URL (spark://host:7077). "
+                   "Default: spark-submit's --master when run by spark-submit, else local[*].")
+@click.option("--driver-memory", default=None, metavar="SIZE",
+              help="spark.driver.memory (default: spark-submit's, else 1g).")
+@click.option("--executor-memory", default=None, metavar="SIZE",
+              help="spark.executor.memory (default: spark-submit's, else 1g).")
 @click.option("--space", "space_path", default=None,
               help="A space file (layout of sweep/space.yaml); default: the built-in space.")
 @click.option("--profile", multiple=True, help="Profile name(s) or globs (repeat or comma-separate).")
@@ -67,12 +72,17 @@ def _progress(label: str):
                    "reports/sweep-scaling.{json,md}.")
 @click.option("--scaling-out", default="reports", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def sweep_cmd(master, space_path, profile, catalog, fmt, commands, engine_mode, isolation, engine,
+def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catalog, fmt, commands, engine_mode, isolation, engine,
               out_dir, resume, ship_code, list_only, scaling, scaling_out, as_json) -> None:
     """Explore every cell of the configuration space (profile x catalog x format x commands x
     bounds) as Spark tasks and write the anomaly matrix (Parquet, Markdown, HTML, traces)."""
     from icecheck.sweep.space import cells, load_space
 
+    import re
+    for opt, size in (("--driver-memory", driver_memory), ("--executor-memory", executor_memory)):
+        if size is not None and not re.fullmatch(r"[1-9][0-9]{0,6}[kmgt]?b?", size, re.I):
+            fail_input(InputError(f"bad size {size!r}: a JVM memory size such as 512m or 2g",
+                                  opt))
     try:
         filters = _filters(profile, catalog, fmt, commands, engine_mode, isolation, engine)
         space = load_space(space_path)
@@ -111,14 +121,15 @@ def sweep_cmd(master, space_path, profile, catalog, fmt, commands, engine_mode, 
 
     from icecheck.sweep.driver import sweep
 
-    progress, update = _progress(f"sweep on {master}")
+    progress, update = _progress(f"sweep on {master or 'the default master'}")
 
     def started(n, na):
         err.print(f"sweep: {n} cells ({na} not applicable), out {escape(out_dir)}")
 
     with progress:
         summary = sweep(master, out_dir, space_path=space_path, filters=filters, resume=resume,
-                        on_progress=update, on_start=started, ship_code=ship_code)
+                        on_progress=update, on_start=started, ship_code=ship_code,
+                        driver_memory=driver_memory, executor_memory=executor_memory)
     if summary.get("interrupted"):
         err.print(f"[yellow]interrupted[/]: {summary['done']}/{summary['total']} cells done; "
                   f"run the same command again to resume")

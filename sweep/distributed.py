@@ -63,35 +63,62 @@ def code_zip(dest_dir: str) -> str:
     return path
 
 
-def spark_session(master: str, *, ship_code: bool | None = None, app: str = "icecheck-sweep",
-                  conf: dict | None = None):
-    """A SparkSession for the sweep: no UI, small memory, Python workers that import icecheck.
+def under_spark_submit() -> bool:
+    """Is this driver running under ``spark-submit``? (It hands PySpark its JVM gateway.)"""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
-    Python workers run ``PYSPARK_PYTHON`` (default here: this interpreter, i.e. the venv that
-    has icecheck installed). On a cluster set PYSPARK_PYTHON to a Python with icecheck's
-    dependencies on every worker; ``ship_code`` (default: on for non-local masters) ships the
-    icecheck code itself with ``addPyFile``.
+
+def session_settings(master: str | None, *, submitted: bool, driver_memory: str | None = None,
+                     executor_memory: str | None = None) -> tuple[str | None, dict]:
+    """(the master to set on the builder, or None to keep spark-submit's; the memory settings).
+
+    Under spark-submit its ``--master`` and memory options stand unless given here; run
+    directly, the sweep defaults to ``local[*]`` and 1g (small cells need little)."""
+    conf = {}
+    for key, given in (("spark.driver.memory", driver_memory),
+                       ("spark.executor.memory", executor_memory)):
+        if given:
+            conf[key] = given
+        elif not submitted:
+            conf[key] = "1g"
+    return (master or (None if submitted else "local[*]")), conf
+
+
+def spark_session(master: str | None, *, ship_code: bool | None = None,
+                  app: str = "icecheck-sweep", conf: dict | None = None,
+                  driver_memory: str | None = None, executor_memory: str | None = None):
+    """A SparkSession for the sweep: no UI, Python workers that import icecheck.
+
+    ``master`` None: spark-submit's master when run by spark-submit, else ``local[*]``.
+    Python workers run ``PYSPARK_PYTHON`` (default here, locally: this interpreter, i.e. the
+    venv that has icecheck installed). On a cluster set PYSPARK_PYTHON to a Python with
+    icecheck's dependencies on every worker; ``ship_code`` (default: on for non-local masters)
+    ships the icecheck code itself with ``addPyFile``.
     """
-    if is_local(master):
+    submitted = under_spark_submit()
+    master, memory = session_settings(master, submitted=submitted, driver_memory=driver_memory,
+                                      executor_memory=executor_memory)
+    if master is not None and is_local(master):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    b = (SparkSession.builder.master(master).appName(app)
+    b = SparkSession.builder
+    if master is not None:
+        b = b.master(master)
+    b = (b.appName(app)
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.driver.memory", "1g")
-         .config("spark.executor.memory", "1g")
          .config("spark.sql.shuffle.partitions", "4")
          .config("spark.python.worker.reuse", "true")
          .config("spark.task.maxFailures", "2")
          .config("spark.scheduler.mode", "FAIR"))
-    for k, v in (conf or {}).items():
+    for k, v in {**memory, **(conf or {})}.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if ship_code is None:
-        ship_code = not is_local(master)
+        ship_code = not is_local(spark.sparkContext.master)
     if ship_code:
         tmp = tempfile.mkdtemp(prefix="icecheck-code-")
         spark.sparkContext.addPyFile(code_zip(tmp))

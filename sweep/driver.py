@@ -16,11 +16,12 @@ from .report import write_reports
 from .space import Filters, cells, load_space, space_summary
 
 
-def sweep(master: str, out: str, *, space_path: str | None = None,
+def sweep(master: str | None, out: str, *, space_path: str | None = None,
           filters: Filters | None = None, resume: bool = True,
           on_progress: Callable[[int, int], None] | None = None,
           on_start: Callable[[int, int], None] | None = None,
-          ship_code: bool | None = None, spark=None, report: bool = True) -> dict:
+          ship_code: bool | None = None, spark=None, report: bool = True,
+          driver_memory: str | None = None, executor_memory: str | None = None) -> dict:
     """Run a sweep; return its summary (``summary.json``). ``spark``: reuse a session."""
     t0 = time.monotonic()
     space = load_space(space_path)
@@ -30,7 +31,8 @@ def sweep(master: str, out: str, *, space_path: str | None = None,
         reset(out)
     own = spark is None
     if own:
-        spark = spark_session(master, ship_code=ship_code)
+        spark = spark_session(master, ship_code=ship_code, driver_memory=driver_memory,
+                              executor_memory=executor_memory)
     try:
         spark_up = time.monotonic() - t0
         if on_start:

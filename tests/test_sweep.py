@@ -121,3 +121,26 @@ def test_trace_page_opens_in_the_explorer_at_the_violating_step(tmp_path):
     violated = 'class="prop violated status-known_finding" data-property="undelete"'
     assert violated in pages[-1].get_data(as_text=True)       # the violating state
     assert violated not in pages[0].get_data(as_text=True)    # one step before: not yet
+
+
+def test_session_settings_respect_spark_submit():
+    """Run by spark-submit, its --master and memory stand unless given; run directly, the
+    sweep uses local[*] and 1g. (No Spark needed: the settings the builder gets.)"""
+    from icecheck.sweep.distributed import session_settings
+
+    assert session_settings(None, submitted=True) == (None, {})
+    assert session_settings(None, submitted=False) == (
+        "local[*]", {"spark.driver.memory": "1g", "spark.executor.memory": "1g"})
+    assert session_settings("spark://h:7077", submitted=True, executor_memory="4g") == (
+        "spark://h:7077", {"spark.executor.memory": "4g"})
+    assert session_settings("local[2]", submitted=False, driver_memory="2g") == (
+        "local[2]", {"spark.driver.memory": "2g", "spark.executor.memory": "1g"})
+
+
+def test_sweep_bad_memory_is_exit_2():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "icecheck", "sweep", "--executor-memory", "lots",
+                        "--list"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--executor-memory" in p.stderr and "Traceback" not in p.stderr
