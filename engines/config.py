@@ -146,7 +146,7 @@ def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
         problem = property_error(k, v)
         if problem:
             raise bad(f"table.properties: {problem}")
-    if cfg.key not in types:
+    if not isinstance(cfg.key, str) or cfg.key not in types:
         raise bad(f"key {cfg.key!r} is not a column")
     for row in cfg.initial_rows:
         if len(row) != len(cfg.schema):

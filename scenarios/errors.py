@@ -10,7 +10,7 @@ class InputError(Exception):
         message = " ".join(str(message).split())      # always one line, whatever its source
         self.path, self.line, self.detail = path, line, message
         where = path or "<input>"
-        if line is not None:
+        if line:                      # lines count from 1; 0 is a value built in memory, no line
             where += f":{line}"
         super().__init__(f"{where}: {message}")
 

@@ -164,3 +164,26 @@ def test_no_rule_for_a_command_names_the_options(args):
     assert proc.stderr.strip() == ("error: --profile/--mix: profile pyiceberg-0.12-serializable has "
                                    "no rule for COMPACT (it supports INSERT, DELETE, UPDATE, MERGE, "
                                    "OVERWRITE, OVERWRITE_PARTITIONS)"), proc.stderr
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"key": [1]}, "field 'config': malformed configuration: key [1] is not a column"),
+    ({"writers": "abc"}, "field 'config': command must be a mapping, got str"),
+    ({"faults": "no"}, "field 'config': malformed configuration: faults must be true or false"),
+])
+def test_malformed_trace_config_is_an_input_error(tmp_path, change, expected):
+    """A malformed trace configuration is exit 2 (not drift, not a TypeError), with no bogus
+    line 0 for a value that has no line in the file."""
+    import glob
+    import json
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    doc = json.load(open(sorted(glob.glob(os.path.join(root, "traces", "*.json")))[0]))
+    doc["config"].update(change)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "replay", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {path}: {expected}"), proc.stderr
