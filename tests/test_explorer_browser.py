@@ -186,3 +186,21 @@ def test_error_page_in_the_browser(page, trace_server, shots):
     assert r.status == 400
     assert "action w2.cas is not enabled at step 2" in page.locator("#reason").inner_text()
     page.screenshot(path=os.path.join(shots, "explorer-error.png"), full_page=True)
+
+
+def test_long_text_wraps_in_a_narrow_window(browser, trace_server):
+    """Violation messages, reasons, file names and paths wrap: at 700 px wide, at the
+    violating step, no panel is wider than the window."""
+    ctx = browser.new_context(viewport={"width": 700, "height": 900})
+    pg = ctx.new_page()
+    try:
+        pg.goto(trace_server + "?" + "config=undelete-v2-mor-snapshot&path="
+                + "~".join(UNDELETE).replace("#", "%23"))
+        assert pg.locator(".prop.violated").count() >= 1
+        widths = pg.evaluate("""() => Array.from(document.querySelectorAll(
+            '.vmsg, .vwhy, .notice, section.card')).map(e => e.scrollWidth - e.clientWidth)""")
+        assert widths and max(widths) <= 1, widths
+        page_width = pg.evaluate("() => document.documentElement.scrollWidth")
+        assert page_width <= 700, page_width
+    finally:
+        ctx.close()
