@@ -327,12 +327,22 @@ def markdown(cases: list[Case], elapsed: float, budget: float, run_id: str) -> s
               help="Fail on known findings too (real anomalies recorded in "
                    "properties/expectations.yaml with their corpus trace).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.argument("pipeline", required=False, metavar="[PIPELINE.yaml]")
 def check(time_budget: float, reports_dir: str, explorations_path: str | None,
-          corpus: str | None, strict: bool, as_json: bool) -> None:
+          corpus: str | None, strict: bool, as_json: bool, pipeline: str | None) -> None:
     """The CI gate: the scenario suite, replay of the trace corpus, and the default
     explorations. Exit 1 if an expectation fails, a trace drifts, a must-hold property is
     violated (a known finding only with --strict) or an exploration is inconclusive; 2 on
-    bad input, or when there is nothing to check."""
+    bad input, or when there is nothing to check. With PIPELINE.yaml, check that pipeline
+    instead (docs/pipelines.md)."""
+    if pipeline is not None:
+        from icecheck.pipelines.check import run as run_pipeline
+        try:
+            sys.exit(run_pipeline(pipeline, reports_dir, strict, as_json,
+                                  lambda m: out.print(escape(m), soft_wrap=True),
+                                  lambda m: err.print(escape(m))))
+        except InputError as e:
+            fail_input(e)
     import uuid
 
     from icecheck.cli.commands_traces import corpus_files, expand_traces

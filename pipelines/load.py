@@ -1,0 +1,214 @@
+"""Read a pipeline file into an exploration configuration, naming the file's line on errors.
+
+A command is a scenario-format command (``sql: DELETE``, ``where: "id = {key}"`` ...) whose
+strings may name ``{key}`` and ``{partition}``: such a command stands for one alternative per
+value of ``domain.keys`` / ``domain.partitions`` (the product when it names both), so the
+exploration also chooses which key or partition each job touches. ``{job}`` is the job's tag
+(``w2.1`` for writer 2's first command), so every row version names who wrote it. A row value
+that is exactly ``"{key}"`` becomes the key itself (an int when the key is).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from icecheck.engines.config import ExploreConfig, _freeze, build_model_config, command_of, \
+    table_config
+from icecheck.models import catalog as cat
+from icecheck.models.profiles import get_profile, load_profiles
+from icecheck.scenarios.errors import InputError
+from icecheck.scenarios.yamlload import LineDict, LineList, load_yaml_file
+
+TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds"}
+JOB_KEYS = {"name", "profile", "program"}
+BOUND_KEYS = {"max_states", "max_examples", "seed"}
+_PLACEHOLDER = re.compile(r"\{(key|partition|job)\}")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    path: str
+    name: str
+    config: ExploreConfig
+    jobs: tuple[tuple[str, str], ...]   # (job name, profile), writer w{i} is jobs[i-1]
+    max_states: int
+    max_examples: int
+    seed: int
+
+
+def _line(node: Any, key: Any = None) -> int | None:
+    try:
+        if isinstance(node, LineDict):
+            return node.line_of(key) if key is not None else node.line
+        if isinstance(node, LineList):
+            return node.line_of(key) if key is not None else node.line
+    except (KeyError, IndexError, AttributeError):
+        pass
+    return getattr(node, "line", None)
+
+
+def _mapping(node: Any, what: str, path: str, allowed: set[str], line=None) -> LineDict:
+    if not isinstance(node, dict):
+        raise InputError(f"{what} must be a mapping, not {type(node).__name__}", path, line)
+    for k in node:
+        if k not in allowed:
+            raise InputError(f"{what}: unknown key {k!r}; expected some of "
+                             f"{', '.join(sorted(allowed))}", path, _line(node, k))
+    return node
+
+
+def _expand(value: Any, subst: dict[str, Any]) -> Any:
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1) in subst:
+            return subst[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(subst.get(m.group(1), m.group(0))), value)
+    if isinstance(value, dict):
+        return {k: _expand(v, subst) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, subst) for v in value]
+    return value
+
+
+def _names(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {m.group(1) for m in _PLACEHOLDER.finditer(value)}
+    if isinstance(value, dict):
+        return set().union(*(_names(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_names(v) for v in value)) if value else set()
+    return set()
+
+
+def alternatives(command: dict, domain: dict[str, list], tag: str) -> list[dict]:
+    """Every instance of a templated command over the domain, in a fixed order."""
+    used = sorted(_names(command) - {"job"})
+    out = []
+    for values in itertools.product(*(domain[n] for n in used)):
+        out.append(_expand(command, {"job": tag, **dict(zip(used, values))}))
+    return out
+
+
+def _int(node, key, default, low, high, path, what):
+    v = node.get(key, default) if isinstance(node, dict) else default
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        raise InputError(f"{what}.{key} must be an integer in [{low}, {high}], not {v!r}", path,
+                         _line(node, key))
+    return v
+
+
+def load_pipeline(path: str) -> Pipeline:
+    doc = load_yaml_file(path)
+    doc = _mapping(doc, "the pipeline", path, TOP_KEYS, 1)
+    for need in ("table", "jobs"):
+        if need not in doc:
+            raise InputError(f"the pipeline needs a {need!r} section", path, _line(doc))
+    t = _mapping(doc["table"], "table", path,
+                 {"schema", "partition_spec", "format_version", "properties"}, _line(doc, "table"))
+    schema = t.get("schema", {"id": "int", "v": "string"})
+    if not isinstance(schema, dict) or not schema:
+        raise InputError("table.schema must map column names to types", path, _line(t, "schema"))
+    spec = t.get("partition_spec", [])
+    if not isinstance(spec, list):
+        raise InputError("table.partition_spec must be a list of transforms such as "
+                         "identity(day)", path, _line(t, "partition_spec"))
+    props = t.get("properties", {})
+    if not isinstance(props, dict):
+        raise InputError("table.properties must be a mapping", path, _line(t, "properties"))
+    catalog = doc.get("catalog", {})
+    if isinstance(catalog, str):
+        catalog = {"kind": catalog}
+    catalog = _mapping(catalog, "catalog", path, {"kind", "faults", "crashes", "applied_failed"},
+                       _line(doc, "catalog"))
+    kind = catalog.get("kind", cat.CAS)
+    if kind not in cat.KINDS:
+        raise InputError(f"unknown catalog kind {kind!r}; expected one of {', '.join(cat.KINDS)}",
+                         path, _line(catalog, "kind"))
+    for flag in ("faults", "crashes", "applied_failed"):
+        if not isinstance(catalog.get(flag, False), bool):
+            raise InputError(f"catalog.{flag} must be true or false", path, _line(catalog, flag))
+    domain_node = _mapping(doc.get("domain", {}), "domain", path, {"keys", "partitions"},
+                           _line(doc, "domain"))
+    domain = {"key": list(domain_node.get("keys", [1])),
+              "partition": list(domain_node.get("partitions", []))}
+    jobs_node = doc["jobs"]
+    if not isinstance(jobs_node, list) or not jobs_node:
+        raise InputError("jobs must be a non-empty list", path, _line(doc, "jobs"))
+    if len(jobs_node) > 9:
+        raise InputError(f"{len(jobs_node)} jobs; a pipeline explores at most 9", path,
+                         _line(doc, "jobs"))
+    jobs, programs, profiles = [], [], []
+    for i, job in enumerate(jobs_node, 1):
+        job = _mapping(job, f"jobs[{i - 1}]", path, JOB_KEYS, _line(jobs_node, i - 1))
+        profile = job.get("profile")
+        try:
+            get_profile(profile)
+        except (KeyError, TypeError):
+            raise InputError(f"jobs[{i - 1}].profile: unknown profile {profile!r}; expected one "
+                             f"of {', '.join(load_profiles())}", path, _line(job, "profile")) from None
+        program = job.get("program")
+        if not isinstance(program, list) or not program:
+            raise InputError(f"jobs[{i - 1}].program must be a non-empty list of commands",
+                             path, _line(job, "program"))
+        entries = []
+        for n, command in enumerate(program, 1):
+            line = _line(program, n - 1)
+            options = command.get("any") if isinstance(command, dict) and "any" in command \
+                else [command]
+            if not isinstance(options, list) or not options:
+                raise InputError("'any' must be a non-empty list of commands", path, line)
+            alts = []
+            for c in options:
+                if not isinstance(c, dict):
+                    raise InputError("a command must be a mapping such as {sql: DELETE, where: "
+                                     "\"id = {key}\"}", path, line)
+                for name in _names(c) - {"job"}:
+                    if not domain[name]:
+                        raise InputError(f"the command names {{{name}}} but domain."
+                                         f"{name}s is empty", path, line)
+                alts += alternatives(dict(c), domain, f"w{i}.{n}")
+            entries.append((line, tuple(_freeze(a) for a in alts)))
+        jobs.append((str(job.get("name", f"job{i}")), profile))
+        programs.append(entries)
+        profiles.append(profile)
+    rows = doc.get("initial_rows", [])
+    if not isinstance(rows, list):
+        raise InputError("initial_rows must be a list of rows", path, _line(doc, "initial_rows"))
+    fv = t.get("format_version", 2)
+    cfg = ExploreConfig(
+        profile=profiles[0], schema=tuple(schema.items()), partition_spec=tuple(spec),
+        format_version=fv if isinstance(fv, int) else -1,
+        properties=tuple(sorted(props.items())), catalog=kind,
+        initial_rows=tuple(tuple(r) if isinstance(r, list) else (r,) for r in rows),
+        writers=tuple(tuple(alts for _, alts in prog) for prog in programs),
+        faults=catalog.get("faults", False), crashes=catalog.get("crashes", False),
+        phantom_failures=catalog.get("applied_failed", False),
+        key=str(doc.get("key", next(iter(schema)))),
+        name=str(doc.get("name", path)),
+        writer_profiles=tuple("" if p == profiles[0] else p for p in profiles))
+    # each command on its own line first, so a bad one names the line it is on
+    table = None
+    try:
+        table = table_config(cfg, path)
+    except InputError as e:
+        raise InputError(e.detail, path, _line(t, "partition_spec")) from None
+    for prog in programs:
+        for line, alts in prog:
+            for a in alts:
+                try:
+                    command_of(table, a, path)
+                except InputError as e:
+                    raise InputError(e.detail, path, line) from None
+    try:
+        ExploreConfig.from_json(cfg.as_json(), path)   # the configuration's own checks
+        build_model_config(cfg, path)
+    except InputError as e:
+        raise InputError(e.detail, path, _line(doc, "table")) from None
+    bounds = _mapping(doc.get("bounds", {}), "bounds", path, BOUND_KEYS, _line(doc, "bounds"))
+    return Pipeline(path, cfg.name, cfg, tuple(jobs),
+                    _int(bounds, "max_states", 200_000, 1, 10_000_000, path, "bounds"),
+                    _int(bounds, "max_examples", 500, 1, 1_000_000, path, "bounds"),
+                    _int(bounds, "seed", 0, 0, 2**32 - 1, path, "bounds"))

@@ -1,0 +1,77 @@
+"""Pipeline files: every shipped example runs (bounded by its own state/example counts) with
+the verdict docs/pipelines.md documents, and a malformed file names its line and exits 2."""
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from icecheck.cli.main import main
+from icecheck.pipelines.check import EXHAUSTIVE, explore
+from icecheck.pipelines.load import load_pipeline
+from icecheck.scenarios.errors import InputError
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+
+# example -> (exit code, {property: status}) as documented in docs/pipelines.md
+VERDICTS = {
+    "spark-and-pyiceberg.yaml": (0, {}),
+    "no-cas-catalog.yaml": (0, {"lost_write": "allowed"}),
+}
+
+
+def test_every_example_has_a_pinned_verdict():
+    shipped = sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".yaml"))
+    assert shipped == sorted(VERDICTS)
+
+
+@pytest.mark.parametrize("name", sorted(VERDICTS))
+def test_example_verdict(name, tmp_path):
+    code, statuses = VERDICTS[name]
+    path = os.path.join(EXAMPLES, name)
+    how, found = explore(load_pipeline(path))
+    assert how.startswith(EXHAUSTIVE)
+    assert {a["property"]: a["status"] for a in found} == statuses
+    r = CliRunner().invoke(main, ["check", path, "--reports", str(tmp_path), "--json"])
+    assert r.exit_code == code, r.output
+    doc = json.loads((tmp_path / "pipeline.json").read_text())
+    assert doc["passed"] == (code == 0)
+    assert (tmp_path / "pipeline.md").exists()
+
+
+def test_mixed_jobs_become_writer_profiles():
+    p = load_pipeline(os.path.join(EXAMPLES, "spark-and-pyiceberg.yaml"))
+    assert p.config.mixed and p.config.profile_of(2) == "pyiceberg-0.12-serializable"
+
+
+def test_a_naive_job_beside_spark_fails_the_check(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("table: {schema: {id: int, v: string}}\ninitial_rows: [[1, v0]]\n"
+                 "jobs:\n"
+                 "  - {profile: spark-3.5-cow-serializable, program: "
+                 "[{sql: UPDATE, where: 'id = {key}', set: {v: '{job}'}}]}\n"
+                 "  - {profile: no-validation, program: "
+                 "[{sql: UPDATE, where: 'id = {key}', set: {v: '{job}'}}]}\n")
+    r = CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
+    assert r.exit_code == 1, r.output
+    assert "MUST HOLD" in r.output
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("table: {}\njobs:\n  - profile: nope\n    program: [{sql: INSERT, rows: [[1, a]]}]\n",
+     3, "unknown profile 'nope'"),
+    ("table: {}\njobs:\n  - profile: no-validation\n    program:\n      - {sql: DELETE, "
+     "where: 'zz = 1'}\n", 5, ""),
+    ("table: {}\nextra: 1\njobs: []\n", 2, "unknown key 'extra'"),
+    ("table: {}\njobs:\n  - profile: no-validation\n    program:\n      - {sql: DELETE, "
+     "where: 'id = {partition}'}\n", 5, "domain.partitions is empty"),
+])
+def test_errors_name_the_line(tmp_path, text, line, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_pipeline(str(f))
+    assert e.value.line == line and message in str(e.value)
+    r = CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
+    assert r.exit_code == 2 and f"p.yaml:{line}" in r.output.replace("\n", "")
