@@ -68,6 +68,20 @@ def _expanded_size(root: yaml.Node) -> int:
 
 
 class _Loader(yaml.SafeLoader):
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        # Count nesting while composing: PyYAML's composer recurses per level, so a deep
+        # document would otherwise end in a RecursionError with no line to point at.
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise InputError(f"nested more than {MAX_DEPTH} levels deep", None,
+                                 self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
     def compose_document(self):
         node = super().compose_document()
         if node is not None:

@@ -187,3 +187,18 @@ def test_malformed_trace_config_is_an_input_error(tmp_path, change, expected):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith(f"error: {path}: {expected}"), proc.stderr
+
+
+@pytest.mark.parametrize("text,line", [
+    ("version: 1\nx: " + "[" * 5000 + "]" * 5000 + "\n", 2),
+    ("version: 1\nx:\n" + "".join("  " * i + "a:\n" for i in range(1, 300)), 101),
+], ids=["flow", "block"])
+def test_deep_nesting_names_its_line(tmp_path, text, line):
+    """Nesting past the limit is found while composing (PyYAML recurses per level), so the
+    message names the line where it went too deep instead of a bare RecursionError."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "scenario", "run", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == f"error: {path}:{line}: nested more than 100 levels deep"
