@@ -30,7 +30,6 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-import yaml
 
 from icecheck.models import system as sm
 from icecheck.models.system import Action
@@ -199,20 +198,20 @@ def load_allowlist(path: str | None = None) -> list[AllowEntry]:
     path = path or DEFAULT_ALLOWLIST
     if not os.path.exists(path):
         return []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh) or {}
-    except yaml.YAMLError as e:
-        raise InputError(f"allow-list is not valid YAML: {e}", path) from None
+    from icecheck.scenarios.yamlload import load_yaml_file
+
+    # the shared loader: UTF-8 checked, alias bombs and deep nesting refused, lines kept
+    doc = load_yaml_file(path) or {}
     entries = doc.get("allow", []) if isinstance(doc, dict) else None
     if not isinstance(entries, list):
-        raise InputError("allow-list must be a mapping with a list 'allow'", path)
+        raise InputError("allow-list must be a mapping with a list 'allow'", path,
+                         getattr(doc, "line", None))
     out = []
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or set(e) != {"scenario", "reason"} \
                 or not str(e.get("reason") or "").strip():
             raise InputError(f"allow-list entry {i + 1} must have exactly 'scenario' and a "
-                             f"non-empty 'reason'", path)
+                             f"non-empty 'reason'", path, entries.line_of(i))
         out.append(AllowEntry(str(e["scenario"]), str(e["reason"]).strip()))
     return out
 

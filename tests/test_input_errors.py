@@ -202,3 +202,21 @@ def test_deep_nesting_names_its_line(tmp_path, text, line):
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == f"error: {path}:{line}: nested more than 100 levels deep"
+
+
+@pytest.mark.parametrize("data,expected", [
+    (b"allow:\n  - scenario: x\n    reason: ok\n  - scenario: y\n",
+     ":4: allow-list entry 2 must have exactly 'scenario' and a non-empty 'reason'"),
+    (b"allow: [\xff]\n", ":1: not UTF-8 text (byte 0xff)"),
+    (b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
+        f"{c}: &{c} [{', '.join(['*' + chr(ord(c) - 1)] * 9)}]\n".encode() for c in "bcdefghi"),
+     "expands to more than 200,000 values"),
+])
+def test_conformance_allowlist_uses_the_safe_line_aware_loader(tmp_path, data, expected):
+    from icecheck.conformance.compare import load_allowlist
+    from icecheck.scenarios.errors import InputError
+    path = tmp_path / "allow.yaml"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as err:
+        load_allowlist(str(path))
+    assert str(err.value).startswith(str(path)) and expected in str(err.value), str(err.value)
