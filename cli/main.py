@@ -95,6 +95,7 @@ def profiles(as_json: bool) -> None:
 from icecheck.cli import commands_check, commands_explore, commands_traces  # noqa: E402,F401
 from icecheck.cli import commands_z3  # noqa: E402,F401
 from icecheck.cli import commands_sweep  # noqa: E402,F401
+from icecheck.cli import commands_pipelines  # noqa: E402,F401
 
 from icecheck.cli import commands_conform  # noqa: E402,F401
 

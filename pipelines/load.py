@@ -11,6 +11,7 @@ that is exactly ``"{key}"`` becomes the key itself (an int when the key is).
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from icecheck.scenarios.yamlload import LineDict, LineList, load_yaml_file
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds"}
 JOB_KEYS = {"name", "profile", "program"}
 BOUND_KEYS = {"max_states", "max_examples", "seed"}
+STARTER = os.path.join(os.path.dirname(__file__), "starter.yaml")
 _PLACEHOLDER = re.compile(r"\{(key|partition|job)\}")
 
 
@@ -165,6 +167,11 @@ def load_pipeline(path: str) -> Pipeline:
                 if not isinstance(c, dict):
                     raise InputError("a command must be a mapping such as {sql: DELETE, where: "
                                      "\"id = {key}\"}", path, line)
+                bad_key = next((k for k in c if not isinstance(k, str)), None)
+                if bad_key is not None:
+                    raise InputError(f"command key {bad_key!r} is not a name (YAML reads an "
+                                     f"unquoted on/yes/no as a boolean: write \"on\")",
+                                     path, line)
                 for name in _names(c) - {"job"}:
                     if not domain[name]:
                         raise InputError(f"the command names {{{name}}} but domain."

@@ -18,6 +18,10 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 VERDICTS = {
     "spark-and-pyiceberg.yaml": (0, {}),
     "no-cas-catalog.yaml": (0, {"lost_write": "allowed"}),
+    "streaming-ingest-backfill.yaml": (0, {}),
+    "cdc-upserts-compaction.yaml": (0, {"dangling_deletes": "allowed"}),
+    "gdpr-deletes-compaction.yaml": (0, {"dangling_deletes": "allowed"}),
+    "merge-partition-scoped.yaml": (0, {}),
 }
 
 
@@ -75,3 +79,22 @@ def test_errors_name_the_line(tmp_path, text, line, message):
     assert e.value.line == line and message in str(e.value)
     r = CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
     assert r.exit_code == 2 and f"p.yaml:{line}" in r.output.replace("\n", "")
+
+
+def test_init_writes_a_starter_that_checks_and_never_overwrites(tmp_path):
+    path = tmp_path / "pipeline.yaml"
+    r = CliRunner().invoke(main, ["init", str(path)])
+    assert r.exit_code == 0 and path.read_text().startswith("# An icecheck pipeline")
+    how, found = explore(load_pipeline(str(path)))
+    assert how.startswith(EXHAUSTIVE) and not [a for a in found if a["status"] == "must_hold"]
+    r = CliRunner().invoke(main, ["init", str(path)])
+    assert r.exit_code == 2 and "never overwrites" in r.output
+
+
+def test_unquoted_on_names_the_line(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("table: {}\njobs:\n  - profile: no-validation\n    program:\n"
+                 "      - {sql: MERGE, on: [id], rows: [[1, a]]}\n")
+    with pytest.raises(InputError, match='write \\"on\\"') as e:
+        load_pipeline(str(f))
+    assert e.value.line == 5
