@@ -98,3 +98,16 @@ def test_unquoted_on_names_the_line(tmp_path):
     with pytest.raises(InputError, match='write \\"on\\"') as e:
         load_pipeline(str(f))
     assert e.value.line == 5
+
+
+def test_the_json_schema_names_what_the_loader_reads():
+    """The editor schema and the loader agree on every section and key (so neither drifts)."""
+    from icecheck.models import catalog as cat
+    from icecheck.pipelines import load
+    with open(os.path.join(os.path.dirname(load.__file__), "schema.json"), encoding="utf-8") as f:
+        schema = json.load(f)
+    props = schema["properties"]
+    assert set(props) == load.TOP_KEYS
+    assert set(props["jobs"]["items"]["properties"]) == load.JOB_KEYS
+    assert set(props["bounds"]["properties"]) == load.BOUND_KEYS
+    assert set(props["catalog"]["oneOf"][0]["enum"]) == set(cat.KINDS)
