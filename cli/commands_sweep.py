@@ -90,7 +90,13 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
     except InputError as e:
         fail_input(e)
     if not todo:
-        fail_input(InputError("no cell of the space passes the filters"))
+        used = [opt for opt, value in (("--profile", profile), ("--catalog", catalog),
+                                       ("--format", fmt), ("--commands", commands),
+                                       ("--engine-mode", engine_mode),
+                                       ("--isolation", isolation), ("--engine", engine))
+                if value]
+        fail_input(InputError(f"no cell of {space.path} passes the filters",
+                              "/".join(used) or "--space"))
     if list_only:
         for c in todo:
             out.print(f"{c['id']}  {c['profile']:<28} {c['catalog']:<17} v{c['format_version']}  "

@@ -220,3 +220,11 @@ def test_conformance_allowlist_uses_the_safe_line_aware_loader(tmp_path, data, e
     with pytest.raises(InputError) as err:
         load_allowlist(str(path))
     assert str(err.value).startswith(str(path)) and expected in str(err.value), str(err.value)
+
+
+def test_sweep_filters_matching_nothing_name_the_options():
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "sweep", "--list", "--catalog", "cas",
+                           "--format", "7"], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("error: --catalog/--format: no cell of "), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
