@@ -98,3 +98,18 @@ def test_canonical_traces_keep_each_writers_profile():
     for v in res.violations.values():
         got = ExploreConfig.from_json(v.trace["config"])
         assert "no-validation" in {got.profile_of(i) for i in range(1, len(got.writers) + 1)}
+
+
+def test_explorer_session_walks_and_judges_a_mixed_trace(tmp_path):
+    """The explorer loads a mixed-engine trace from disk and judges its end state under the
+    strictest of its writers' expectations (the naive writer's loss is a must-hold failure)."""
+    import json
+    from icecheck.explorer.session import Session
+    res = search(_two_updates(("", "no-validation")), engine="bfs", traces=True)
+    prop, v = sorted(res.violations.items())[0]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(v.trace))
+    s = Session.from_trace(str(path), at=None)
+    assert s.config.mixed
+    statuses = {x.name: [vv.status for vv in x.violations] for x in s.properties()}
+    assert "must_hold" in statuses[prop]
