@@ -57,6 +57,9 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--profile", type=PROFILE, default=None,
               help="Engine profile (see `icecheck profiles`); required unless --trace.")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
+@click.option("--writer-profile", "writer_profile", multiple=True, metavar="wN=PROFILE",
+              help="Run writer wN on its own engine profile (mixed engines; repeatable); the "
+                   "other writers use --profile. Not with z3.")
 @click.option("--ops", type=click.IntRange(1, 9), default=1, show_default=True,
               help="Operations per writer.")
 @click.option("--mix", default="delete,update,insert", show_default=True,
@@ -108,7 +111,7 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
             as_json, strict=False, interactive=False, trace=None, port=0, max_depth=None, retries=None,
             max_files=None, max_states=None, no_symmetry=False, no_por=False,
-            workers=None, phantom_failures=False) -> None:
+            workers=None, phantom_failures=False, writer_profile=()) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
@@ -136,6 +139,8 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             check_writable_dir(save_dir, "--save-trace")
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
                          faults, crashes, phantom_failures)
+        if writer_profile:
+            cfg = _with_writer_profiles(cfg, writer_profile, writers)
         from icecheck.engines.config import build_model_config
         build_model_config(cfg, "--profile/--mix")
     except InputError as e:
@@ -279,3 +284,25 @@ def _print_violation(label, v, result, saved, extra="") -> None:
     if v.property in saved:
         out.print(f"trace saved to {escape(saved[v.property])}  "
                   f"(replay: icecheck replay {escape(saved[v.property])})", markup=True)
+
+
+def _with_writer_profiles(cfg, specs, writers: int):
+    """``cfg`` with ``--writer-profile wN=PROFILE`` applied (engines/config.py writer_profiles)."""
+    from dataclasses import replace
+
+    from icecheck.models.profiles import load_profiles
+    chosen = [""] * writers
+    for spec in specs:
+        name, eq, prof = spec.partition("=")
+        index = name[1:] if name[:1] == "w" else name
+        if not eq or not index.isdigit() or not 1 <= int(index) <= writers:
+            raise InputError(f"expected wN=PROFILE with N in 1..{writers}, not {spec!r}",
+                             "--writer-profile")
+        if prof not in load_profiles():
+            raise InputError(f"unknown profile {prof!r}; expected one of "
+                             f"{', '.join(load_profiles())}", "--writer-profile")
+        chosen[int(index) - 1] = "" if prof == cfg.profile else prof
+    while chosen and not chosen[-1]:
+        chosen.pop()
+    new = replace(cfg, writer_profiles=tuple(chosen))
+    return replace(new, name=f"{cfg.name} [{new.profile_label}]") if new.mixed else new

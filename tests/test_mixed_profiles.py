@@ -113,3 +113,14 @@ def test_explorer_session_walks_and_judges_a_mixed_trace(tmp_path):
     assert s.config.mixed
     statuses = {x.name: [vv.status for vv in x.violations] for x in s.properties()}
     assert "must_hold" in statuses[prop]
+
+
+def test_explore_cli_writer_profile():
+    from click.testing import CliRunner
+    from icecheck.cli.main import main
+    args = ["explore", "--engine", "bfs", "--profile", SPARK, "--writers", "2", "--mix", "update"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    r = CliRunner().invoke(main, args + ["--writer-profile", "w2=no-validation"])
+    assert r.exit_code == 1 and "w2 no-validation" in r.output
+    r = CliRunner().invoke(main, args + ["--writer-profile", "w2=nope"])
+    assert r.exit_code == 2 and "--writer-profile" in r.output
