@@ -118,6 +118,10 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
     explanation), 0 otherwise (listing the "sometimes" events reached, so a pass is not
     vacuous), 2 on bad arguments.
     """
+    if writer_profile and (interactive or trace or profile is None):
+        fail_input(InputError("needs --profile, and is not yet supported with --interactive or "
+                              "--trace (a trace records its writers' profiles itself)",
+                              "--writer-profile"))
     if interactive or trace or profile is None:  # the explorer's page: explorer/cli.py
         from icecheck.explorer.cli import run_interactive
         return run_interactive(interactive=interactive, trace=trace, port=port, save_dir=save_dir,
