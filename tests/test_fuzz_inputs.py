@@ -126,34 +126,35 @@ def run_cli(args: list[str]):
     return result
 
 
+def write_mutant(data, source: str, folder, name: str, load, dump) -> str:
+    """A mutant of ``source`` in ``folder``: structurally mutated (parsed with ``load``,
+    written with ``dump``) or byte-mutated, as Hypothesis chooses."""
+    path = folder / name
+    if data.draw(st.booleans()):
+        with open(source, encoding="utf-8") as f:
+            path.write_text(dump(data.draw(mutated(load(f)))))
+    else:
+        with open(source, "rb") as f:
+            path.write_bytes(data.draw(byte_mutated(f.read())))
+    return str(path)
+
+
 @pytest.mark.parametrize("source", SCENARIOS, ids=os.path.basename)
 @FUZZ
 @given(data=st.data())
 def test_mutated_scenarios(tmp_path_factory, source, data):
-    with open(source, encoding="utf-8") as f:
-        doc = yaml.safe_load(f)
-    path = tmp_path_factory.mktemp("s") / "case.yaml"
-    if data.draw(st.booleans()):
-        path.write_text(yaml.safe_dump(data.draw(mutated(doc))))
-    else:
-        with open(source, "rb") as f:
-            path.write_bytes(data.draw(byte_mutated(f.read())))
-    run_cli(["scenario", "run", str(path)])
+    path = write_mutant(data, source, tmp_path_factory.mktemp("s"), "case.yaml",
+                        yaml.safe_load, yaml.safe_dump)
+    run_cli(["scenario", "run", path])
 
 
 @FUZZ
 @given(data=st.data())
 def test_mutated_traces(tmp_path_factory, data):
     source = data.draw(st.sampled_from(TRACES))
-    with open(source, encoding="utf-8") as f:
-        doc = json.load(f)
-    path = tmp_path_factory.mktemp("t") / "case.json"
-    if data.draw(st.booleans()):
-        path.write_text(json.dumps(data.draw(mutated(doc))))
-    else:
-        with open(source, "rb") as f:
-            path.write_bytes(data.draw(byte_mutated(f.read())))
-    run_cli(["replay", str(path)])
+    path = write_mutant(data, source, tmp_path_factory.mktemp("t"), "case.json", json.load,
+                        json.dumps)
+    run_cli(["replay", path])
 
 
 def _loader_rejects_cleanly(load, path: str) -> None:
