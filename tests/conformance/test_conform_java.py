@@ -63,18 +63,6 @@ def known_gap(signature: tuple) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def java():
-    from icecheck.conformance.java_setup import JavaSetupError, ensure_jars
-    try:
-        ensure_jars()
-        from icecheck.conformance import java_gateway
-        java_gateway.get_gateway()
-    except JavaSetupError as exc:
-        pytest.skip(f"real Iceberg (Java) unavailable: {exc}")
-    return True
-
-
-@pytest.fixture(scope="session")
 def allowlist():
     return load_allowlist()
 

@@ -22,18 +22,6 @@ from icecheck.scenarios.runner import execute_scenario, model_config
 FAULTS = os.path.join(BUILTIN_DIR, "catalog_faults")
 
 
-@pytest.fixture(scope="module")
-def java():
-    from icecheck.conformance.java_setup import JavaSetupError, ensure_jars
-    try:
-        ensure_jars()
-        from icecheck.conformance import java_gateway
-        java_gateway.get_gateway()
-    except JavaSetupError as exc:
-        pytest.skip(f"real Iceberg (Java) unavailable: {exc}")
-    return True
-
-
 def _model(name):
     sc = load_scenario(os.path.join(FAULTS, name))
     verdict, _ = execute_scenario(sc, model_config(sc))
