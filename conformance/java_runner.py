@@ -147,7 +147,8 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
         if op.operation is None:
             continue                     # noop: the engine committed nothing
         timed.append((op.begin_at, 0, "begin", op))
-        if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED, sm.COMMIT_UNKNOWN):
+        if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED, sm.COMMIT_UNKNOWN,
+                          sm.NOOP):      # NOOP with an operation: validated, no snapshot
             timed.append((op.java_at, 1, "commit", op))
     timed.sort(key=lambda e: (e[0], e[1]))
     archive = state.store.archive()

@@ -17,14 +17,17 @@ DELETE                   ``tx.delete(where)`` (copy-on-write; isolation from
 UPDATE                   rows matching ``where`` read at the base, SET applied, then
                          ``tx.overwrite(updated_rows, overwrite_filter=where)`` (PyIceberg has
                          no UPDATE; overwrite = delete(filter) + append, isolation from
-                         ``write.update.isolation-level``); nothing matching: noop
+                         ``write.update.isolation-level``); nothing matching: an
+                         overwrite of no rows (an empty append snapshot)
 MERGE (no ``where``)     ``tx.upsert(rows, join_cols=on)``
 OVERWRITE                ``tx.overwrite(rows, overwrite_filter=where or true)``
 OVERWRITE_PARTITIONS     ``tx.dynamic_partition_overwrite(rows)``
 =======================  ===========================================================
 
-A model ``noop`` (the command changes no row) is run at its begin and committed at once on
-PyIceberg; it agrees when PyIceberg adds no snapshot. Skipped, with the reason: scenarios with
+A model ``noop`` with no operation (the planner found nothing to do) is run at its begin and
+committed at once on PyIceberg; it agrees when PyIceberg adds no snapshot. A DELETE matching no
+row (rule ``empty: validate``) begins and commits where the model did: PyIceberg stages nothing,
+then validates the window at ``commit_transaction()``; ``noop`` agrees when it adds no snapshot. Skipped, with the reason: scenarios with
 ``conformance.skip: [pyiceberg]``, a non-PyIceberg profile, raw ``op:`` steps other than appends
 of files with rows (row_delta, rewrite, overwrite/delete of named files, delete files), COMPACT,
 MERGE with ``where``, the ``last_writer_wins`` catalog and fault steps.
@@ -254,7 +257,6 @@ class PyWriter:
     def __init__(self, pt: PyTable, name: str):
         self.pt, self.name = pt, name
         self.tx = None
-        self.nothing = False        # an UPDATE that matched no row: nothing to commit
 
     def begin(self, intent) -> None:
         from pyiceberg.expressions import AlwaysTrue
@@ -277,10 +279,9 @@ class PyWriter:
                 found = table.scan(row_filter=where).to_arrow().to_pylist()
                 sets = dict(intent.set)
                 new = [tuple(sets.get(n, r[n]) for n in names) for r in found]
-                if new:
-                    tx.overwrite(self.pt.arrow(new), overwrite_filter=where)
-                else:
-                    self.nothing = True
+                # nothing found: an overwrite of no rows (an empty delete, validated on a
+                # retry, and an empty append snapshot), as a script doing this would commit
+                tx.overwrite(self.pt.arrow(new), overwrite_filter=where)
             elif intent.kind == MERGE:
                 tx.upsert(self.pt.arrow(list(intent.rows)), join_cols=list(intent.on))
             elif intent.kind == OVERWRITE:
@@ -296,8 +297,6 @@ class PyWriter:
     def commit(self) -> tuple[str, str | None]:
         from pyiceberg.exceptions import CommitFailedException, ValidationException
 
-        if self.nothing:
-            return NOOP_OUTCOME, None
         import logging
 
         log = logging.getLogger("pyiceberg.table")
@@ -381,7 +380,7 @@ def run_plan(plan: Plan, intents: dict, profile: str | None) -> PyRun:
                 timed.append((op.begin_at, 0, "noop", op))
             elif op.operation is not None:
                 timed.append((op.begin_at, 0, "begin", op))
-                if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED):
+                if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED, sm.NOOP):
                     timed.append((op.java_at, 1, "commit", op))
         timed.sort(key=lambda e: (e[0], e[1]))
         writers = {}

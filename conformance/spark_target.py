@@ -186,8 +186,14 @@ def table_properties(table, profile) -> dict[str, str]:
     return props
 
 
-def statement_sql(name: str, table, intent, gate: str | None) -> list[str]:
-    """The SQL statement(s) for one model intent (a Command, or a raw append of rows)."""
+def statement_sql(name: str, table, intent, gate: str | None, *,
+                  gate_in_subquery: bool = False) -> list[str]:
+    """The SQL statement(s) for one model intent (a Command, or a raw append of rows).
+
+    ``gate_in_subquery``: a DELETE/UPDATE matching no row never evaluates a per-row gate (its
+    filter prunes every file), so the gate goes into an uncorrelated EXISTS subquery instead:
+    Spark runs it after the scan is planned (snapshot pinned) and pushes only the command's own
+    filter into the scan, so the conflict-detection filter is unchanged."""
     names = table.schema.names
     if isinstance(intent, Operation):
         if intent.kind not in (mops.APPEND, mops.FAST_APPEND) or intent.delete_data \
@@ -213,7 +219,10 @@ def statement_sql(name: str, table, intent, gate: str | None) -> list[str]:
                 + _values_select(table, intent.rows, hint="/*+ REPARTITION(1) */ ")]
     if intent.kind in (DELETE, UPDATE):
         cond = sql_filter(intent.where)
-        if gate_sql:
+        if gate and gate_in_subquery:
+            cond = (f"({cond}) AND EXISTS (SELECT 1 FROM VALUES (1) AS g(x) "
+                    f"WHERE icecheck_gate('{gate}', g.x))")
+        elif gate_sql:
             cond = f"({cond}) AND {gate_sql}"
         if intent.kind == DELETE:
             return [f"DELETE FROM {name} WHERE {cond}"]
@@ -451,7 +460,9 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
                 if adjacent:
                     continue                       # runs whole at its commit event
                 token = f"g{os.getpid()}_{n}_{op.writer}_{op.index}"
-                sqls = statement_sql(tname, table, intent, token)
+                o = op.operation
+                empty = o is not None and not (o.add_data or o.delete_data or o.add_deletes)
+                sqls = statement_sql(tname, table, intent, token, gate_in_subquery=empty)
                 g = _Gated(token, None)  # type: ignore[arg-type]
 
                 def body(g=g, session=session, sqls=sqls):

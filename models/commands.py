@@ -17,7 +17,11 @@ What each command writes, by table mode:
   copy-on-write DELETE of the filter (or of the written partitions, by an identity-partition
   predicate) plus the new rows -> OverwriteFiles, conflict filter = that predicate;
 * a MERGE rule with ``inserts: fast_append`` (PyIceberg's upsert): when no key matches, the
-  inserted rows are a FastAppend with no validation.
+  inserted rows are a FastAppend with no validation;
+* a DELETE/UPDATE/MERGE that changes no row follows its rule's ``empty:``: an operation with no
+  files committed like any other (``snapshot``, Spark and Java), one that only validates at
+  commit (``validate``, PyIceberg's empty delete), or nothing (``noop``). COMPACT with nothing
+  to rewrite commits nothing on every engine (rewrite_data_files returns without a commit).
 
 The scan is the writer's own read of its base snapshot, so a retry re-commits exactly the same
 files (Java re-applies the operation; it never rescans).
@@ -35,7 +39,7 @@ from .files import DV, DataFile, DeleteFile, POSITION_DELETES
 from .filters import And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file, or_
 from .metadata import TableMetadata
 from .operations import Operation, Validations
-from .profiles import CommandRule, Profile, get_profile
+from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
 from .reads import RowVersion, live_data_entries, live_delete_entries, read_rows
 from .system import NothingToDo, StepError  # noqa: F401 (NothingToDo: planners raise it)
 from .table import TableConfig
@@ -174,8 +178,10 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         inserts = list(cmd.rows)
     else:
         changed, inserts = _changes(table, cmd, rows)
-    if not changed and not inserts:
+    empty = not changed and not inserts
+    if empty and rule.empty == EMPTY_NOOP:
         raise NothingToDo(f"{cmd} matches no row at snapshot {base.current_snapshot_id}")
+    # otherwise an operation with no files goes through the commit path (rule.empty)
     if cmd.kind == MERGE and not changed and rule.inserts == ops.FAST_APPEND:
         # PyIceberg's upsert: no key matched, so the unmatched rows are one plain fast append
         # (no validation). When some key matches, the model keeps one copy-on-write overwrite
@@ -191,7 +197,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         referenced = tuple(touched)
         return Operation(rule.operation, add_data=_group_files(table, new_rows, names),
                          add_deletes=deletes, remove_deletes=removed_dvs,
-                         validations=_validations(rule, profile, cmd, referenced))
+                         validations=_validations(rule, profile, cmd, referenced),
+                         no_snapshot=empty and rule.empty == EMPTY_VALIDATE)
     # copy-on-write: rewrite every touched file with its surviving and updated rows.
     by_file: dict[str, list[RowVersion]] = defaultdict(list)
     for r in rows:
@@ -205,7 +212,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     rewritten.extend(inserts)
     return Operation(ops.OVERWRITE, add_data=_group_files(table, rewritten, names),
                      delete_data=tuple(live[p] for p in touched),
-                     validations=_validations(rule, profile, cmd, (), where))
+                     validations=_validations(rule, profile, cmd, (), where),
+                     no_snapshot=empty and rule.empty == EMPTY_VALIDATE)
 
 
 def _position_deletes(table, store, snapshot, changed, names):

@@ -25,18 +25,34 @@ INSERT_MODES = ("fast_append",)
 ISOLATION_LEVELS = ("serializable", "snapshot", "none")
 
 
+# A command that matches no row, per engine (``empty:`` of a command rule):
+#   snapshot  commit an operation with no files, through the whole commit path with its
+#             validations (Java's SnapshotProducer commits empty snapshots; Spark 3.5 + Iceberg
+#             1.10 adds an empty overwrite/delete snapshot for a DELETE/UPDATE/MERGE matching
+#             nothing: scenarios/builtin/commands/no_match_*.yaml);
+#   validate  no snapshot, but the commit refreshes and validates the operation's window (the
+#             PyIceberg 0.12 installed here: Transaction.commit_transaction, "An empty staged
+#             output (e.g. a delete whose plan matched nothing) ... run concurrency validation");
+#   noop      nothing at all (the command ends at its begin).
+EMPTY_SNAPSHOT, EMPTY_VALIDATE, EMPTY_NOOP = "snapshot", "validate", "noop"
+EMPTY_MODES = (EMPTY_SNAPSHOT, EMPTY_VALIDATE, EMPTY_NOOP)
+
+
 @dataclass(frozen=True)
 class CommandRule:
     operation: str
     mode: str | None
     validations: tuple[str, ...]
     inserts: str | None = None
+    # What the engine does when the command changes no row (see EMPTY_MODES).
+    empty: str = "snapshot"
 
     def summary(self) -> str:
         mode = f" ({self.mode})" if self.mode else ""
         vals = ", ".join(self.validations) or "no validation"
         ins = f"; unmatched inserts: {self.inserts}" if self.inserts else ""
-        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}"
+        emp = f"; matching no row: {self.empty}" if self.empty != EMPTY_SNAPSHOT else ""
+        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}{emp}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +83,7 @@ def profile_dirs() -> list[str]:
 
 def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     node = ctx.mapping(node, f"profile {profile}: {command}")
-    ctx.keys(node, {"operation", "mode", "validations", "inserts"},
+    ctx.keys(node, {"operation", "mode", "validations", "inserts", "empty"},
              f"profile {profile}: {command}")
     op = node.get("operation")
     if op not in ops.KINDS:
@@ -87,7 +103,11 @@ def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     if inserts is not None and (command != "MERGE" or inserts not in INSERT_MODES):
         raise ctx.fail(f"profile {profile}: {command}: inserts is a MERGE option and must be one "
                        f"of {', '.join(INSERT_MODES)}", node, "inserts")
-    return CommandRule(op, mode, tuple(vals), inserts)
+    empty = node.get("empty", EMPTY_SNAPSHOT)
+    if empty not in EMPTY_MODES:
+        raise ctx.fail(f"profile {profile}: {command}: empty must be one of "
+                       f"{', '.join(EMPTY_MODES)}", node, "empty")
+    return CommandRule(op, mode, tuple(vals), inserts, empty)
 
 
 def _parse_file(path: str) -> dict[str, Profile]:

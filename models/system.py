@@ -341,7 +341,8 @@ class Model:
 
     def _refresh(self, state: State, w: WriterState, a: Action) -> State:
         pointer = state.catalog.pointer
-        if w.attempt == 0 and not w.operation.validations.validate_on_first_attempt:
+        if w.attempt == 0 and not w.operation.validations.validate_on_first_attempt \
+                and not w.operation.no_snapshot:
             # PyIceberg: the first attempt swaps against the metadata it started from, with no
             # refresh (and so no validation); only a lost race makes it refresh and validate.
             pointer = w.base_path
@@ -366,7 +367,7 @@ class Model:
             except ValidationFailed as e:
                 return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
             return self._put_writer(state, replace(w, phase=VALIDATED))
-        if op.validations.validate_on_first_attempt or w.attempt > 0:
+        if op.validations.validate_on_first_attempt or w.attempt > 0 or op.no_snapshot:
             base = state.metadata_at(w.refreshed_path)
             try:
                 validate_operation(state.store, self.table, base, op, self._starting_id(w))
@@ -374,6 +375,11 @@ class Model:
                 return self._finish(state, w, VALIDATION_FAILED, e.message, e.check,
                                     store=self._clean_all(state, w),
                                     snapshot_id=w.phantom_id, applied=w.phantom_id is not None)
+        if op.no_snapshot:
+            # PyIceberg's commit_transaction with an empty staged output: the refreshed window
+            # validated, nothing to swap ("run concurrency validation explicitly before
+            # reporting success")
+            return self._finish(state, w, NOOP, "matches no row: validated, no snapshot")
         return self._put_writer(state, replace(w, phase=VALIDATED))
 
     def _write_metadata(self, state: State, w: WriterState, a: Action) -> State:

@@ -89,7 +89,8 @@ def test_budget_cut_while_hunting_still_gives_a_minimal_trace():
     full = explore(cfg, max_examples=300, seed=0, properties=("undelete",))
     assert full.trace is not None
     # a budget that runs out after the failure is found does not cut the shrinking short
-    cut = explore(cfg, max_examples=300, seed=0, properties=("undelete",), time_budget=400,
+    # (seed 0 finds it after about 481 clock readings; 480 cuts before it)
+    cut = explore(cfg, max_examples=300, seed=0, properties=("undelete",), time_budget=500,
                   clock=CountingClock())
     assert cut.trace is not None and replay_doc(cut.trace).ok
     assert cut.trace["actions"] == full.trace["actions"]

@@ -2,8 +2,8 @@
 
 Speed work on the checker (memoised verdicts, the signature-sorted symmetry canonicaliser,
 ...) must never change what is explored: the distinct states, the final states, the violated
-and allowed properties and the shortest counterexample lengths are pinned here, as measured
-before that work. Transition counts are not pinned: partial-order reduction prunes by the
+and allowed properties and the shortest counterexample lengths are pinned here. A count changes
+only with the model's semantics (say why in the commit), never with speed work. Transition counts are not pinned: partial-order reduction prunes by the
 order in which the frontier is sorted, which follows the fingerprints' values.
 """
 
@@ -16,16 +16,18 @@ from icecheck.engines.explicit import search, with_retries
 #     (states, final states, violated, allowed, shortest length per property)
 PINNED = [
     (("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1),
-     (448, 93, ["isolation", "undelete"], [], {"isolation": 6, "undelete": 6})),
+     (587, 114, ["isolation", "undelete"], [], {"isolation": 6, "undelete": 6})),
     (("spark-3.5-mor-serializable", 3, 1, ("delete", "update", "insert"), 1, "cas", 3, 4),
-     (1792, 354, [], [], {})),
+     (2011, 383, [], [], {})),
     (("spark-3.5-cow-serializable", 3, 1, ("insert",), 1, "last_writer_wins", 2, 4),
      (77, 16, [], ["lost_write"], {"lost_write": 6})),
     (("spark-3.5-mor-serializable", 2, 2, ("delete", "update"), 1, "cas", 2, 0),
-     (746, 212, ["isolation"], [], {"isolation": 6})),
-    # the canonical configuration (3 writers x 2 ops, retries 0), copy-on-write snapshot
-    (("spark-3.5-cow-snapshot", 3, 2, ("delete", "update"), 1, "cas", 2, 0),
-     (71241, 15784, [], [], {})),
+     (1962, 474, ["isolation"], [], {"isolation": 6})),
+    # 3 writers x 2 ops, retries 0, copy-on-write snapshot, DELETEs only. (The canonical
+    # configuration, DELETE and UPDATE, has 617,565 states since a command matching no row
+    # commits an empty snapshot as Spark does; benchmarks/ measures it, too slow for a test.)
+    (("spark-3.5-cow-snapshot", 3, 2, ("delete",), 1, "cas", 2, 0),
+     (15204, 3231, [], [], {})),
 ]
 
 
@@ -48,4 +50,4 @@ def test_unreduced_search_agrees_on_a_small_configuration():
     a = search(cfg, engine="bfs", workers=1)
     b = search(cfg, engine="bfs", workers=1, symmetry=False, por=False)
     assert sorted(a.violations) == sorted(b.violations)
-    assert b.states == 2519                      # measured before the speed work
+    assert b.states == 3347                      # measured (pinned) unreduced count
