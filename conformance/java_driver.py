@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -64,9 +65,11 @@ _SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
                  "removed-delete-files")
 # IllegalArgumentExceptions of a commit's own checks (never retried), which the model reports as
 # validation_failed: RemoveSnapshots.internalApply's refusal (check expire_refs,
-# models/expire.py) and BaseRowDelta.validate's starting-snapshot ancestry (starting_ancestor).
+# models/expire.py) and its array-size failure (expire_array_size), and BaseRowDelta.validate's
+# starting-snapshot ancestry (starting_ancestor).
 _REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
-                         r"Snapshot -?\d+ is not an ancestor of -?\d+$)")
+                         r"Snapshot -?\d+ is not an ancestor of -?\d+$|"
+                         r"arraySize cannot be negative but was: -\d+$)")
 
 # Java calls each validation switch maps to, per operation kind (docs/scenario-format.md).
 _SWITCH_KINDS = {
@@ -597,6 +600,9 @@ class JavaWriter:
         return outcome
 
     def _classify(self, jexc) -> tuple[str, str | None]:
+        if os.environ.get("ICECHECK_JAVA_STACK"):   # debugging the driver: the Java stack
+            sys.stderr.write(str(jexc.toString()) + "\n" + "\n".join(
+                "  at " + str(e) for e in list(jexc.getStackTrace())[:25]) + "\n")
         top_cls = jexc.getClass().getName()
         top_msg = jexc.getMessage()
         self.java_exception, self.java_message = top_cls, top_msg

@@ -10,7 +10,9 @@ Java rules followed (Iceberg 1.10.2, core/src/main/java/org/apache/iceberg/):
   refsForId == null, "Cannot expire %s. Still referenced by refs: %s", ...)`` (an
   IllegalArgumentException, never retried); the model has only ``main``, so that is the current
   snapshot. An id that is not (or no longer) in the table is ignored
-  (``TableMetadata.Builder.rewriteSnapshotsInternal``).
+  (``TableMetadata.Builder.rewriteSnapshotsInternal``) - unless such ids outnumber the snapshots
+  left: that method sizes its list as ``snapshots.size() - idsToRemove.size()`` and throws
+  "arraySize cannot be negative but was: -N" (an IllegalArgumentException, never retried).
 * With explicit ids Java always cleans up with ``ReachableFileCleanup`` (``cleanExpiredSnapshots``:
   ``incrementalCleanup = !specifiedSnapshotId && ...``), after the commit, comparing the metadata
   the successful attempt started from with a fresh ``ops.refresh()``:
@@ -52,6 +54,13 @@ def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str) -> TableMe
             raise ValidationFailed("expire_refs",
                                    f"Cannot expire {sid}. Still referenced by refs: [main]")
     gone = set(ids)
+    if len(base.snapshots) < len(gone):
+        # TableMetadata.Builder.rewriteSnapshotsInternal: Lists.newArrayListWithExpectedSize(
+        # snapshots.size() - idsToRemove.size()), and idsToRemove still holds requested ids that
+        # are no longer in the table: an IllegalArgumentException when they outnumber the
+        # snapshots left (differential mode, seed 3; scenario expiry/expire-gone-ids-outnumber-...)
+        raise ValidationFailed("expire_array_size", "arraySize cannot be negative but was: "
+                                                    f"{len(base.snapshots) - len(gone)}")
     kept = tuple(s for s in base.snapshots if s.snapshot_id not in gone)
     return TableMetadata(path, base.version + 1, base.format_version, base.last_sequence_number,
                          base.current_snapshot_id, kept, base.snapshot_log)

@@ -234,6 +234,35 @@ def _merge(manifests: list[Manifest], writer: _ManifestWriter, min_count: int) -
     return [writer.write(manifests[0].content, entries)]
 
 
+def merge_duplicate_dvs(deletes: tuple[DeleteFile, ...], snapshot_id: int) -> tuple:
+    """MergingSnapshotProducer.mergeDVs (Iceberg 1.10): several DVs one commit adds for the same
+    data file are read and merged into one ("Merging {} duplicate DVs for data file {}"), written
+    to ``merged-dvs-<snapshot id>-<attempt>.puffin``; DVs of other data files and other delete
+    files are kept as they are. Java writes every merged DV of an attempt as a blob of that one
+    Puffin file; the model names each merged DV ``merged-dvs-<snapshot id>-<n>`` (n = 1, 2, ...
+    in the order of the data files), since a model file is one path."""
+    groups: dict[str, list[DeleteFile]] = {}
+    for d in deletes:
+        if d.content == DV:
+            groups.setdefault(d.referenced_data_file, []).append(d)
+    if all(len(g) == 1 for g in groups.values()):
+        return deletes
+    out: list[DeleteFile] = []
+    merged_for: set[str] = set()
+    n = 0
+    for d in deletes:
+        ref = d.referenced_data_file if d.content == DV else None
+        if ref is None or len(groups[ref]) == 1:
+            out.append(d)
+        elif ref not in merged_for:
+            merged_for.add(ref)
+            n += 1
+            positions = sorted({p for g in groups[ref] for p in g.positions})
+            out.append(DeleteFile(f"merged-dvs-{snapshot_id}-{n}", DV, d.partition,
+                                  positions=tuple(positions)))
+    return tuple(out)
+
+
 def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                      *, snapshot_id: int, writer_name: str, metadata_path: str,
                      starting_id: int | None, starting_sequence: int | None = None) -> Produced:
@@ -313,8 +342,9 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         if missing:
             raise ValidationFailed("missing_delete_paths",
                                    f"Missing required files to delete: {','.join(missing)}")
+    added_deletes = merge_duplicate_dvs(op.add_deletes, snapshot_id)
     new_deletes = [mw.write(DELETE_MANIFEST, [ManifestEntry(ADDED, snapshot_id, seq, seq, d)
-                                              for d in op.add_deletes])] if op.add_deletes else []
+                                              for d in added_deletes])] if added_deletes else []
 
     # 4. The manifest list: new manifests first. FastAppend copies every parent manifest as is;
     #    the merging producers drop carried manifests with no ADDED or EXISTING entry.
@@ -334,7 +364,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     summary = (
         ("added-data-files", len(op.add_data)),
-        ("added-delete-files", len(op.add_deletes)),
+        ("added-delete-files", len(added_deletes)),
         ("deleted-data-files", len(removed_data)),
         ("removed-delete-files", len(removed_deletes)),
     )
@@ -343,6 +373,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     meta = TableMetadata(metadata_path, base.version + 1, base.format_version, seq, snapshot_id,
                          base.snapshots + (snap,), base.snapshot_log + (snapshot_id,))
     objects = dict(mw.objects)
+    objects.update({d.path: d for d in added_deletes if d.path.startswith("merged-dvs-")})
     objects[mlist.path] = mlist
     objects[metadata_path] = meta
     return Produced(tuple(objects.items()), meta, snap)
