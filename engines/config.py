@@ -109,8 +109,13 @@ class ExploreConfig:
                 name=doc.get("name", ""),
                 phantom_failures=bool(doc.get("phantom_failures", False)),
                 writer_profiles=tuple(doc.get("writer_profiles", ())))
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise InputError(f"malformed configuration: {type(e).__name__}: {e}", path) from None
+        except KeyError as e:
+            raise InputError(f"malformed configuration: missing key {e.args[0]!r} (an "
+                             f"exploration configuration needs profile, table.schema and "
+                             f"writers)", path) from None
+        except (TypeError, AttributeError, ValueError) as e:
+            raise InputError(f"malformed configuration: a value of the wrong type or shape "
+                             f"({e})", path) from None
         check_config(cfg, doc, path)
         build_model_config(cfg, path)  # validate everything now, with a clear message
         return cfg

@@ -13,7 +13,6 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-import yaml
 
 from .violation import PROPERTIES, Violation
 
@@ -38,22 +37,29 @@ def _as_list(v):
 
 @lru_cache(maxsize=None)
 def load_rules(path: str = TABLE_PATH) -> tuple[dict, ...]:
-    with open(path) as f:
-        doc = yaml.safe_load(f) or {}
-    rules = doc.get("rules")
-    if not isinstance(rules, list):
-        raise ValueError(f"{path}: expected a top-level 'rules' list")
+    """The rules, checked; a malformed table is an ``InputError`` naming the file and line
+    (the project's one line-aware YAML loader: size, alias and depth limits included)."""
+    from icecheck.scenarios.yamlload import Ctx, load_yaml_file
+
+    ctx = Ctx(path)
+    doc = ctx.mapping(load_yaml_file(path), "the expectation table")
+    rules = ctx.seq(doc.get("rules"), "'rules'", doc, "rules")
     for i, r in enumerate(rules):
-        unknown = set(r) - set(CONDITIONS) - {"status", "reason", "trace"}
-        if unknown:
-            raise ValueError(f"{path}: rule {i + 1}: unknown key(s) {sorted(unknown)}")
+        r = ctx.mapping(r, f"rule {i + 1}", rules, i)
+        ctx.keys(r, set(CONDITIONS) | {"status", "reason", "trace"}, f"rule {i + 1}")
         if r.get("status") not in STATUSES:
-            raise ValueError(f"{path}: rule {i + 1}: status must be one of {STATUSES}")
-        if not r.get("reason"):
-            raise ValueError(f"{path}: rule {i + 1}: every rule needs a reason")
+            raise ctx.fail(f"rule {i + 1}: status must be one of {', '.join(STATUSES)}", r,
+                           "status" if "status" in r else None)
+        if not isinstance(r.get("reason"), str) or not r["reason"].strip():
+            raise ctx.fail(f"rule {i + 1}: every rule needs a reason", r,
+                           "reason" if "reason" in r else None)
         for p in _as_list(r.get("property", [])):
             if p not in PROPERTIES:
-                raise ValueError(f"{path}: rule {i + 1}: unknown property {p!r}")
+                raise ctx.fail(f"rule {i + 1}: unknown property {p!r}", r, "property")
+        for fv in _as_list(r.get("format_version", [])):
+            if isinstance(fv, bool) or not isinstance(fv, int):
+                raise ctx.fail(f"rule {i + 1}: format_version must be an integer", r,
+                               "format_version")
     return tuple(rules)
 
 

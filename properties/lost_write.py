@@ -31,6 +31,19 @@ def check(a: Analysis) -> list[Violation]:
         by = h.by_snapshot.get(sibling.snapshot_id) if sibling else None
         by_text = (f"{a.who(by.label)} swapped the table pointer from the same parent and "
                    f"discarded it") if by else "a later swap discarded it"
+        rolled_back_by = None
+        if by is None and snap is not None and snap.parent_id in lineage_ids:
+            # the table was set back to an ancestor of the lost snapshot: a writer whose commit
+            # the catalog applied but answered CommitFailedException retried with the same
+            # snapshot id, and SnapshotProducer.commit's "this is a rollback operation" branch
+            # (base.snapshot(id) != null -> setBranchSnapshot) moved main back to it
+            back = h.by_snapshot.get(snap.parent_id)
+            if back is not None and back.writer != op.writer:
+                rolled_back_by = back.label
+                by_text = (f"{a.who(back.label)}, retrying a commit the catalog had applied but "
+                           f"answered CommitFailedException, re-committed the same snapshot id; "
+                           f"Java's SnapshotProducer.commit treats that as a rollback and set "
+                           f"main back to snapshot {snap.parent_id}, discarding it")
         out.append(Violation(
             "lost_write",
             f"{a.who(op.label)} was told its commit succeeded (snapshot {op.snapshot_id}, "
@@ -39,7 +52,8 @@ def check(a: Analysis) -> list[Violation]:
             VIOLATION,
             {"level": "catalog", "op": op.label, "writer": op.writer,
              "snapshot_id": op.snapshot_id, "sequence_number": op.sequence_number,
-             "discarded_by": by.label if by else None,
+             "discarded_by": by.label if by else rolled_back_by,
+             "rolled_back": rolled_back_by is not None,
              "catalog": h.model.config.catalog}))
     for m in a.oracle.mismatches:
         if m.kind != "lost_write":
