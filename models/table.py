@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 from .files import DataFile, Pairs, Row, bounds_of, pairs
@@ -59,8 +60,10 @@ def property_error(key: Any, value: Any) -> str | None:
 class Schema:
     columns: tuple[tuple[str, str], ...]
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
+        # cached on the instance (read for every row a property evaluation reads); not a field,
+        # so equality, hashing and digests are unchanged
         return tuple(name for name, _ in self.columns)
 
     def types(self) -> dict[str, str]:
