@@ -424,6 +424,11 @@ def _run_statements(session, sqls: list[str], log: list[str]) -> tuple[str, str 
     return sm.COMMITTED, None, None
 
 
+def _metadata_delete(op) -> bool:
+    """The model planned this DELETE as Spark's metadata-only delete (a DeleteFiles)."""
+    return op.operation is not None and op.operation.kind == mops.DELETE_FILES
+
+
 def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRun:
     """Execute the plan's timeline on a fresh Spark table; returns outcomes, rows, live files."""
     from .spark_session import CATALOG, GATE_TIMEOUT_S, gate_dir, get_spark, writer_session
@@ -457,8 +462,11 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
             if kind == "begin":
                 adjacent = i + 1 < len(events) and events[i + 1][0] == "commit" \
                     and events[i + 1][1] is op
-                if adjacent:
-                    continue                       # runs whole at its commit event
+                if adjacent or _metadata_delete(op):
+                    # runs whole at its commit event; a metadata-only DELETE has no scan to pin
+                    # (DeleteFiles applies its filter to the head it commits on), and a gate
+                    # would turn it into a row-level DELETE
+                    continue
                 token = f"g{os.getpid()}_{n}_{op.writer}_{op.index}"
                 o = op.operation
                 empty = o is not None and not (o.add_data or o.delete_data or o.add_deletes)

@@ -260,7 +260,8 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                mix: tuple[str, ...] = ("delete", "update", "insert"), keys: int = 1,
                catalog: str = cat.CAS, format_version: int = 2, faults: bool = False,
                crashes: bool = False, phantom_failures: bool = False) -> ExploreConfig:
-    """A generic configuration: every writer may run any command of ``mix`` on keys 1..keys.
+    """A generic configuration: every writer may run any command of ``mix`` on keys 1..keys
+    of a table that starts with one file holding those keys and a bystander row 0.
 
     UPDATE and MERGE write a value naming the writer and operation (``w2.1``), so every row
     version is distinguishable; INSERT adds a fresh key per writer and operation.
@@ -291,7 +292,12 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                         alts.append({"sql": "MERGE", "on": ["id"], "rows": [[k, tag]]})
             prog.append(tuple(_freeze(a) for a in alts))
         programs.append(tuple(prog))
-    initial = tuple((k, "v0") for k in range(1, keys + 1))
+    # Row 0 is a bystander no command touches: it shares the initial file with the keyed rows,
+    # as rows do in real tables, so a DELETE of a key cuts through that file and Spark plans it
+    # row-level. Without it every such file would match a DELETE entirely, and Spark deletes a
+    # file its filter matches entirely by metadata (DeleteFiles, no validation: models/
+    # commands.py _metadata_delete) - the published undelete then cannot happen.
+    initial = ((0, "v0"),) + tuple((k, "v0") for k in range(1, keys + 1))
     return ExploreConfig(profile=profile, catalog=catalog, format_version=format_version,
                          initial_rows=initial, writers=tuple(programs), faults=faults,
                          crashes=crashes, phantom_failures=phantom_failures,

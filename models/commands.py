@@ -36,7 +36,8 @@ from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_ON_READ,
                             OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
 from .files import DV, DataFile, DeleteFile, POSITION_DELETES
-from .filters import And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file, or_
+from .filters import (And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file,
+                      must_match_file, or_)
 from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
@@ -161,6 +162,10 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         return Operation(ops.OVERWRITE, add_data=_group_files(table, list(cmd.rows), names),
                          row_filter=cmd.where, validations=_validations(rule, profile, cmd, ()))
 
+    if cmd.kind == DELETE and rule.metadata_delete:
+        md = _metadata_delete(cmd, profile, table, store, snapshot)
+        if md is not None:
+            return md
     rows = read_rows(store, snapshot, table.schema.names)
     live = {e.file.path: e.file for e in live_data_entries(store, snapshot)}
     if cmd.kind == COMPACT:
@@ -214,6 +219,29 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
                      delete_data=tuple(live[p] for p in touched),
                      validations=_validations(rule, profile, cmd, (), where),
                      no_snapshot=empty and rule.empty == EMPTY_VALIDATE)
+
+
+def _metadata_delete(cmd, profile, table, store, snapshot) -> Operation | None:
+    """Spark's metadata-only DELETE, or None when the filter cuts through a file.
+
+    Spark 3.5 (OptimizeMetadataOnlyDeleteFromTable) asks the table first; Iceberg's
+    SparkTable.canDeleteWhere -> canDeleteUsingMetadata (spark/v3.5 SparkTable.java, 1.10.2
+    lines 339-382): every data file the filter might match (partition projection and metrics)
+    must match it entirely (strict partition projection or StrictMetricsEvaluator); an empty set
+    qualifies. Then deleteWhere commits ``newDelete().deleteFromRowFilter(expr)``: a DeleteFiles
+    with no validation, whose filter is applied again to the head it commits on (a concurrently
+    added file that matches entirely is deleted too; one that matches in part fails "Cannot
+    delete file where some, but not all, rows match filter"). Observed on Spark 3.5 + Iceberg
+    1.10: a DELETE whose filter selects whole files (or none) adds a ``delete`` snapshot."""
+    where = cmd.where if cmd.where is not None else TrueExpr()
+    for e in live_data_entries(store, snapshot):
+        f = e.file
+        args = (table.spec, f.partition, f.lower(), f.upper(), f.nulls(), f.record_count)
+        if might_match_file(where, *args) and not must_match_file(where, *args):
+            return None
+    return Operation(ops.DELETE_FILES, row_filter=where,
+                     validations=Validations(
+                         validate_on_first_attempt=profile.validate_on_first_attempt))
 
 
 def _position_deletes(table, store, snapshot, changed, names):

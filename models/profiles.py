@@ -46,13 +46,17 @@ class CommandRule:
     inserts: str | None = None
     # What the engine does when the command changes no row (see EMPTY_MODES).
     empty: str = "snapshot"
+    # DELETE only: the engine deletes whole files by metadata when the filter selects them
+    # (Spark's SparkTable.canDeleteWhere -> deleteWhere: a DeleteFiles with the row filter).
+    metadata_delete: bool = False
 
     def summary(self) -> str:
         mode = f" ({self.mode})" if self.mode else ""
         vals = ", ".join(self.validations) or "no validation"
         ins = f"; unmatched inserts: {self.inserts}" if self.inserts else ""
         emp = f"; matching no row: {self.empty}" if self.empty != EMPTY_SNAPSHOT else ""
-        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}{emp}"
+        md = "; whole files: DeleteFiles by metadata" if self.metadata_delete else ""
+        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}{emp}{md}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def profile_dirs() -> list[str]:
 
 def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     node = ctx.mapping(node, f"profile {profile}: {command}")
-    ctx.keys(node, {"operation", "mode", "validations", "inserts", "empty"},
+    ctx.keys(node, {"operation", "mode", "validations", "inserts", "empty", "metadata_delete"},
              f"profile {profile}: {command}")
     op = node.get("operation")
     if op not in ops.KINDS:
@@ -107,7 +111,11 @@ def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     if empty not in EMPTY_MODES:
         raise ctx.fail(f"profile {profile}: {command}: empty must be one of "
                        f"{', '.join(EMPTY_MODES)}", node, "empty")
-    return CommandRule(op, mode, tuple(vals), inserts, empty)
+    md = node.get("metadata_delete", False)
+    if not isinstance(md, bool) or (md and command != "DELETE"):
+        raise ctx.fail(f"profile {profile}: {command}: metadata_delete is a DELETE option and "
+                       f"must be true or false", node, "metadata_delete")
+    return CommandRule(op, mode, tuple(vals), inserts, empty, md)
 
 
 def _parse_file(path: str) -> dict[str, Profile]:

@@ -87,7 +87,7 @@ def test_cas_catalog_rejects_a_stale_swap_and_the_writer_retries():
                         "w2.refresh", "w2.cas"])
     assert outcomes(state) == {"w1": [COMMITTED], "w2": [COMMITTED]}
     assert state.writer("w2").history[0].attempts == 2
-    assert rows(model, state) == [(1, "v0"), (101, "w1.1"), (201, "w2.1")]
+    assert rows(model, state) == [(0, "v0"), (1, "v0"), (101, "w1.1"), (201, "w2.1")]
 
 
 @pytest.mark.parametrize("kind", [cat.CAS, cat.PUT_IF_ABSENT])
@@ -105,7 +105,7 @@ def test_last_writer_wins_catalog_silently_loses_a_commit():
     model = Model(build_model_config(cfg))
     state = run(model, ["w1.begin", "w2.begin", "w1.refresh", "w2.refresh", "w1.cas", "w2.cas"])
     assert outcomes(state) == {"w1": [COMMITTED], "w2": [COMMITTED]}  # both acknowledged
-    assert rows(model, state) == [(1, "v0"), (201, "w2.1")]            # w1's row is gone
+    assert rows(model, state) == [(0, "v0"), (1, "v0"), (201, "w2.1")]  # w1's row is gone
     lineage = [s.snapshot_id for s in state.metadata.ancestors(state.metadata.current_snapshot_id)]
     assert state.writer("w1").history[0].snapshot_id not in lineage
 

@@ -283,10 +283,11 @@ def test_itf_export_cli():
     doc = json.loads(p.stdout)
     last = doc["states"][-1]
     assert last["action"] == "w2.cas" and last["current_snapshot"] == 2001
-    # w2's position delete targets the row w2 read (s-d1 @ 0), not the row w1's UPDATE wrote
+    # w2's position delete targets the row w2 read (s-d1 @ 1, after the bystander row 0), not
+    # the row w1's UPDATE wrote
     files = dict((k, v) for k, v in last["files"]["#map"])
     w2 = [v for k, v in files.items() if k.startswith("w2-")]
-    assert w2 and w2[0]["positions"] == {"#set": [{"#tup": ["s-d1", 0]}]}
+    assert w2 and w2[0]["positions"] == {"#set": [{"#tup": ["s-d1", 1]}]}
     p = subprocess.run([sys.executable, "-m", "icecheck", "trace", "export", "--itf",
                         os.path.join(ROOT, "README.md")], capture_output=True, text=True,
                        cwd=ROOT, timeout=120)
