@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Standalone reproducer: Spark 3.5 merge-on-read DELETE races on Iceberg (format v2).
+
+Needs only PySpark 3.5 and the Iceberg Spark runtime (no icecheck):
+    pip install pyspark==3.5.*
+    python reproducers/spark_mor_delete_races.py          # fetches
+        org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0 from Maven Central
+    ICEBERG_SPARK_JARS=/path/a.jar,/path/b.jar python reproducers/spark_mor_delete_races.py
+        # offline: local jars instead of the Maven package
+Exit 0 when both anomalies reproduce.
+
+1. Undelete (snapshot isolation; Vanlightly 2024): UPDATE and DELETE of the same row start from
+   one snapshot. The UPDATE commits first (a new row version + a position delete of the old
+   one). The DELETE's RowDelta enables no check for concurrent delete files (Spark adds
+   validateNoConflictingDeleteFiles only for UPDATE and MERGE), so it commits a position delete
+   of the *old* row: the updated row survives the DELETE, which no serial order allows.
+2. Double delete (even serializable): two DELETEs of the same row both commit (two position
+   deletes of one row). The table ends as a serial order would leave it, but both statements
+   report deleting the row: a lost update (G-single).
+
+Ordering: each racing statement carries a Python UDF in its condition that blocks on a file
+until the script lets it go. The UDF is evaluated while the statement scans (its snapshot is
+pinned), so the other statement can commit in between: exactly the window two real jobs have.
+(The UDF also keeps Spark from planning a metadata-only delete, which these files would not
+qualify for anyway: each holds a row the DELETE does not select.)
+
+icecheck: traces/undelete-v2-mor-snapshot.json, traces/double-delete-v2-mor-serializable.json,
+scenarios/builtin/commands/spark-mor-si-undelete.yaml.
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import BooleanType
+
+GATE_DIR = tempfile.mkdtemp(prefix="gate-")
+
+
+def gate(token, _value):
+    """Block the statement (in its Python worker) until the driver writes TOKEN.go."""
+    open(os.path.join(GATE_DIR, f"{token}.started"), "w").close()
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(GATE_DIR, f"{token}.go")):
+        if time.time() > deadline:
+            raise RuntimeError("gate never opened")
+        time.sleep(0.02)
+    return True
+
+
+def session(warehouse: str) -> SparkSession:
+    b = (SparkSession.builder.master("local[2]").appName("iceberg-mor-races")
+         .config("spark.sql.extensions",
+                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+         .config("spark.sql.catalog.demo", "org.apache.iceberg.spark.SparkCatalog")
+         .config("spark.sql.catalog.demo.type", "hadoop")
+         .config("spark.sql.catalog.demo.warehouse", "file://" + warehouse)
+         .config("spark.sql.catalog.demo.cache-enabled", "false")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "1"))
+    jars = os.environ.get("ICEBERG_SPARK_JARS")
+    if jars:
+        b = b.config("spark.jars", jars)
+    else:
+        b = b.config("spark.jars.packages",
+                     "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0")
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.udf.register("gate", gate, BooleanType())
+    return spark
+
+
+def create(spark, name: str, isolation: str) -> str:
+    t = f"demo.db.{name}"
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS demo.db")
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    props = {"format-version": "2", "write.delete.mode": "merge-on-read",
+             "write.update.mode": "merge-on-read", "write.merge.mode": "merge-on-read",
+             "write.delete.isolation-level": isolation,
+             "write.update.isolation-level": isolation}
+    spark.sql(f"CREATE TABLE {t} (id int, fruit string) USING iceberg TBLPROPERTIES ("
+              + ", ".join(f"'{k}'='{v}'" for k, v in props.items()) + ")")
+    # one data file holding both rows
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+              f"(1, 'apple'), (2, 'pear') AS v(id, fruit)")
+    return t
+
+
+def race(spark, first_sql: str, held_sql: str, token: str):
+    """Run held_sql up to its gate, run first_sql to completion, then release held_sql."""
+    outcome = {}
+
+    def body():
+        s = spark.newSession()                 # a second job: its own session
+        s.udf.register("gate", gate, BooleanType())
+        try:
+            s.sql(held_sql).collect()
+            outcome["held"] = "committed"
+        except Exception as e:  # noqa: BLE001 - reported
+            outcome["held"] = f"failed: {str(e).splitlines()[0][:200]}"
+
+    th = threading.Thread(target=body)
+    th.start()
+    while not os.path.exists(os.path.join(GATE_DIR, f"{token}.started")):
+        if not th.is_alive():
+            raise RuntimeError(f"statement ended before its gate: {outcome}")
+        time.sleep(0.02)
+    spark.newSession().sql(first_sql).collect()
+    open(os.path.join(GATE_DIR, f"{token}.go"), "w").close()
+    th.join()
+    return outcome["held"]
+
+
+def main() -> int:
+    warehouse = tempfile.mkdtemp(prefix="wh-")
+    spark = session(warehouse)
+    ok = True
+    try:
+        t = create(spark, "undelete", "snapshot")
+        held = race(spark, f"UPDATE {t} SET fruit = 'banana' WHERE id = 1",
+                    f"DELETE FROM {t} WHERE id = 1 AND gate('u', id)", "u")
+        rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t}").collect())
+        print(f"1. undelete: UPDATE committed, DELETE {held}; rows {rows}")
+        if held == "committed" and (1, "banana") in rows:
+            print("   REPRODUCED: the DELETE committed, yet the updated row id=1 survives")
+        else:
+            ok = False
+            print("   NOT REPRODUCED")
+
+        t = create(spark, "double_delete", "serializable")
+        held = race(spark, f"DELETE FROM {t} WHERE id = 1",
+                    f"DELETE FROM {t} WHERE id = 1 AND gate('d', id)", "d")
+        deletes = spark.sql(f"SELECT count(*) FROM {t}.delete_files").collect()[0][0]
+        rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t}").collect())
+        print(f"2. double delete: first DELETE committed, second {held}; rows {rows}; "
+              f"live delete files {deletes}")
+        if held == "committed" and deletes == 2:
+            print("   REPRODUCED: both DELETEs of id=1 committed (two position deletes of one row)")
+        else:
+            ok = False
+            print("   NOT REPRODUCED")
+    finally:
+        spark.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
+        shutil.rmtree(GATE_DIR, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
