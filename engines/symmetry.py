@@ -157,6 +157,7 @@ class Fingerprinter:
         self._identity = self.perms[0]
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._stores: dict[int, tuple] = {}   # id(store) -> (store, [digest per perm])
+        self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
 
     # -- encoding ---------------------------------------------------------------------------
     def _enc(self, v: Any, p: Perm, out: list) -> None:
@@ -207,28 +208,42 @@ class Fingerprinter:
     def obj_digest(self, obj: Any, p: Perm) -> bytes:
         d = obj.__dict__
         cache = d.get(_CACHE_ATTR)
-        if cache is None:
-            cache = [None] * self.nperms
+        if cache is not None and len(cache) == self.nperms:
+            got = cache[p.index]
+            if got is not None:
+                return got
+        else:
+            # First digest of this object (or another fingerprinter's cache, in a test): its
+            # identity digest, then the cache list of an equal object met before, shared, so
+            # that equal objects built along different paths are encoded once per permutation
+            # (hash-consing by content; 97% of the objects hashed equal earlier ones, issue 13).
+            d0 = self._encode(obj, self._identity)
+            cache = self._twins.get(d0)
+            if cache is None:
+                cache = [None] * self.nperms
+                cache[0] = d0
+                self._twins[d0] = cache
             object.__setattr__(obj, _CACHE_ATTR, cache)
-        elif len(cache) != self.nperms:   # another fingerprinter's cache (a test): start over
-            cache = [None] * self.nperms
-            object.__setattr__(obj, _CACHE_ATTR, cache)
-        got = cache[p.index]
-        if got is None:
-            out = [type(obj).__name__.encode(), b"("]
-            t = type(obj)
-            names = _FIELDS.get(t)
-            if names is None:
-                names = _FIELDS[t] = tuple(f.name for f in fields(obj) if f.compare)
-            is_writer = t is WriterState
-            for name in names:
-                if is_writer and name == "slot":
-                    out.append(b"i%d;" % p.writer(obj.slot))
-                else:
-                    self._enc(d[name], p, out)
-            got = _h(b"".join(out))
-            cache[p.index] = got
+            got = cache[p.index]
+            if got is not None:
+                return got
+        got = cache[p.index] = self._encode(obj, p)
         return got
+
+    def _encode(self, obj: Any, p: Perm) -> bytes:
+        d = obj.__dict__
+        out = [type(obj).__name__.encode(), b"("]
+        t = type(obj)
+        names = _FIELDS.get(t)
+        if names is None:
+            names = _FIELDS[t] = tuple(f.name for f in fields(obj) if f.compare)
+        is_writer = t is WriterState
+        for name in names:
+            if is_writer and name == "slot":
+                out.append(b"i%d;" % p.writer(obj.slot))
+            else:
+                self._enc(d[name], p, out)
+        return _h(b"".join(out))
 
     def store_digest(self, store: ObjectStore, p: Perm) -> int:
         key = id(store)
@@ -247,8 +262,16 @@ class Fingerprinter:
         return v
 
     def _store_digest(self, store: ObjectStore, p: Perm) -> int:
-        total = 0
+        # incremental: the store it was derived from (still alive: its state is being
+        # expanded) plus the objects added since; the sum is order-independent
+        base = store._base() if store._base is not None else None
         objs = store._objects
+        if base is not None:
+            total = self.store_digest(base, p)
+            for k in store._added:
+                total += int.from_bytes(self._item(k, objs[k], p), "little")
+            return total % _MOD
+        total = 0
         for k, obj in objs.items():
             total += int.from_bytes(self._item(k, obj, p), "little")
         return total % _MOD

@@ -11,17 +11,29 @@ so ``archive()`` gives a read-only view that includes them; the model itself nev
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterator, Mapping
 
 
 class ObjectStore(Mapping[str, Any]):
-    __slots__ = ("_objects", "_hash", "_deleted")
+    """``_base``/``_added`` record (weakly) the store this one was derived from and the paths
+    it added: a checker's fingerprint of the store is then its base's plus the added objects'
+    (engines/symmetry.py), instead of a pass over every object at every step. They are
+    bookkeeping only: equality, hashing, iteration and pickling ignore them."""
+
+    __slots__ = ("_objects", "_hash", "_deleted", "_base", "_added", "__weakref__")
 
     def __init__(self, objects: Mapping[str, Any] | None = None,
-                 deleted: frozenset[str] = frozenset()):
+                 deleted: frozenset[str] = frozenset(), *,
+                 base: "ObjectStore | None" = None, added: tuple[str, ...] = ()):
         self._objects: dict[str, Any] = dict(objects or {})
         self._hash: int | None = None
         self._deleted: frozenset[str] = deleted
+        self._base = weakref.ref(base) if base is not None else None
+        self._added = added
+
+    def __reduce__(self):
+        return (ObjectStore, (self._objects, self._deleted))
 
     def __getitem__(self, path: str) -> Any:
         if path in self._deleted:
@@ -49,7 +61,7 @@ class ObjectStore(Mapping[str, Any]):
         gone = frozenset(p for p in paths if p in self._objects) | self._deleted
         if gone == self._deleted:
             return self
-        return ObjectStore(self._objects, gone)
+        return ObjectStore(self._objects, gone, base=self)
 
     def archive(self) -> Mapping[str, Any]:
         """Every object ever written, deleted ones included (for the history analysis only)."""
@@ -61,7 +73,8 @@ class ObjectStore(Mapping[str, Any]):
             raise AssertionError(f"object store paths are immutable, rewritten: {clash}")
         merged = dict(self._objects)
         merged.update(objects)
-        return ObjectStore(merged, self._deleted)
+        added = tuple(p for p in objects if p not in self._objects)
+        return ObjectStore(merged, self._deleted, base=self, added=added)
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -229,6 +229,7 @@ class Model:
         self.config = config
         self.table = config.table
         self.programs = {p.name: p for p in config.writers}
+        self._plans: dict[tuple, tuple] = {}   # see _plan
 
     # -- states ---------------------------------------------------------------------------
     def initial(self) -> State:
@@ -321,18 +322,36 @@ class Model:
         else:
             if self.config.planner is None:
                 raise StepError(f"{a}: writer {w.name} has a command but no engine profile")
-            try:
-                operation = self.config.planner(intent, state=state, base=base, writer=w,
-                                                table=self.table)
-            except NothingToDo as e:
+            operation = self._plan(intent, state, base, w)
+            if isinstance(operation, NothingToDo):
                 scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
-                return self._finish(state, scanned, NOOP, str(e))
+                return self._finish(state, scanned, NOOP, str(operation))
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
                     base_snapshot_id=base.current_snapshot_id, operation=operation, attempt=0)
         state = self._put_writer(state, w)
         if self.config.fuse_local_steps:
             state = self._write(state, w, a)
         return state
+
+    def _plan(self, intent: Any, state: State, base: TableMetadata,
+              w: WriterState) -> "Operation | NothingToDo":
+        """The planner's operation (or its NothingToDo), memoised: a planner reads the command,
+        the writer's name and operation number, the base metadata and the objects it reaches
+        (immutable, named by path) and which of them were deleted, nothing else. The base is
+        keyed by identity (a metadata object is shared by every state that descends from the
+        one that wrote it, with the objects it reaches), and the memo keeps it alive so that
+        its id is never reused."""
+        key = (id(intent), w.name, w.op_index, id(base), state.store.deleted)
+        got = self._plans.get(key)
+        if got is not None and got[0] is base and got[1] is intent:
+            return got[2]
+        try:
+            result = self.config.planner(intent, state=state, base=base, writer=w,
+                                         table=self.table)
+        except NothingToDo as e:
+            result = e
+        self._plans[key] = (base, intent, result)
+        return result
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
