@@ -63,7 +63,8 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--ops", type=click.IntRange(1, 9), default=1, show_default=True,
               help="Operations per writer.")
 @click.option("--mix", default="delete,update,insert", show_default=True,
-              help="Commands each operation may be: some of insert,delete,update,merge,compact.")
+              help="Commands each operation may be: some of insert,delete,update,merge,compact,"
+                   "merge_insert (an insert-only MERGE of a fresh key).")
 @click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--catalog", type=click.Choice(list(cat.KINDS)), default=cat.CAS, show_default=True)
 @click.option("--format-version", "--format", "format_version", type=click.Choice(["2", "3"]),

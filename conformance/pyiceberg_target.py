@@ -20,6 +20,7 @@ UPDATE                   rows matching ``where`` read at the base, SET applied, 
                          ``write.update.isolation-level``); nothing matching: an
                          overwrite of no rows (an empty append snapshot)
 MERGE (no ``where``)     ``tx.upsert(rows, join_cols=on)``
+MERGE_INSERT             ``tx.upsert(rows, join_cols=on, when_matched_update_all=False)``
 OVERWRITE                ``tx.overwrite(rows, overwrite_filter=where or true)``
 OVERWRITE_PARTITIONS     ``tx.dynamic_partition_overwrite(rows)``
 =======================  ===========================================================
@@ -52,7 +53,7 @@ from dataclasses import dataclass, field
 from icecheck.models import catalog as cat
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, OVERWRITE,
+from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
                                            OVERWRITE_PARTITIONS, UPDATE, Command)
 from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
@@ -284,6 +285,9 @@ class PyWriter:
                 tx.overwrite(self.pt.arrow(new), overwrite_filter=where)
             elif intent.kind == MERGE:
                 tx.upsert(self.pt.arrow(list(intent.rows)), join_cols=list(intent.on))
+            elif intent.kind == MERGE_INSERT:
+                tx.upsert(self.pt.arrow(list(intent.rows)), join_cols=list(intent.on),
+                          when_matched_update_all=False)
             elif intent.kind == OVERWRITE:
                 tx.overwrite(self.pt.arrow(list(intent.rows)),
                              overwrite_filter=intent.where_sql if intent.where is not None

@@ -10,6 +10,7 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
 * UPDATE -> ``UPDATE t SET c = v, ... WHERE <where>``
 * MERGE  -> ``MERGE INTO t USING (SELECT ... FROM VALUES ...) s ON t.k = s.k [AND <where>]
   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *``
+* MERGE_INSERT -> the same without the WHEN MATCHED clause (Spark plans it as an append)
 * a raw ``append`` / ``fast_append`` of files with rows (a scenario's set-up commit, a trace's
   initial rows) -> INSERT of those rows, one statement per data file.
 
@@ -39,7 +40,7 @@ from typing import Any
 
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, OVERWRITE,
+from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
                                            OVERWRITE_PARTITIONS, UPDATE, Command)
 from icecheck.models.filters import And, Cmp, FalseExpr, In, IsNull, Not, Or, TrueExpr
 from icecheck.models.operations import Operation
@@ -229,6 +230,10 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         types = table.schema.types()
         sets = ", ".join(f"`{c}` = {sql_literal(v, types[c])}" for c, v in intent.set)
         return [f"UPDATE {name} SET {sets} WHERE {cond}"]
+    if intent.kind == MERGE_INSERT:
+        on = " AND ".join(f"t.`{c}` = s.`{c}`" for c in intent.on)
+        src = _values_select(table, intent.rows, gate=gate)
+        return [f"MERGE INTO {name} t USING ({src}) s ON {on} WHEN NOT MATCHED THEN INSERT *"]
     if intent.kind == MERGE:
         on = " AND ".join(f"t.`{c}` = s.`{c}`" for c in intent.on)
         if intent.where is not None:

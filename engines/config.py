@@ -25,7 +25,7 @@ from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
-MIX_KINDS = ("insert", "delete", "update", "merge", "compact")
+MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert")
 
 
 @dataclass(frozen=True)
@@ -290,6 +290,10 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                         alts.append({"sql": "UPDATE", "where": f"id = {k}", "set": {"v": tag}})
                     elif kind == "merge":
                         alts.append({"sql": "MERGE", "on": ["id"], "rows": [[k, tag]]})
+                    elif kind == "merge_insert":
+                        # a dedup insert of a fresh key (1000 + k), which every writer may add
+                        alts.append({"sql": "MERGE_INSERT", "on": ["id"],
+                                     "rows": [[1000 + k, tag]]})
             prog.append(tuple(_freeze(a) for a in alts))
         programs.append(tuple(prog))
     # Row 0 is a bystander no command touches: it shares the initial file with the keyed rows,

@@ -1,5 +1,6 @@
-"""SQL-level commands, as an engine user writes them: INSERT, DELETE, UPDATE, MERGE, compaction,
-and the DataFrame writes overwrite(filter) and overwritePartitions()."""
+"""SQL-level commands, as an engine user writes them: INSERT, DELETE, UPDATE, MERGE, an
+insert-only MERGE (``MERGE INTO t USING s ON key WHEN NOT MATCHED THEN INSERT *``: MERGE_INSERT),
+compaction, and the DataFrame writes overwrite(filter) and overwritePartitions()."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from .filters import Expr
 
 INSERT, DELETE, UPDATE, MERGE = "INSERT", "DELETE", "UPDATE", "MERGE"
 COMPACT, OVERWRITE, OVERWRITE_PARTITIONS = "COMPACT", "OVERWRITE", "OVERWRITE_PARTITIONS"
-COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS)
+MERGE_INSERT = "MERGE_INSERT"
+COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 
 COMMAND_KEYS = {
@@ -18,6 +20,7 @@ COMMAND_KEYS = {
     DELETE: {"where"},
     UPDATE: {"where", "set"},
     MERGE: {"on", "rows", "where"},
+    MERGE_INSERT: {"on", "rows"},
     COMPACT: {"where"},
     OVERWRITE: {"where", "rows"},
     OVERWRITE_PARTITIONS: {"rows"},
@@ -45,6 +48,9 @@ class Command:
             return f"UPDATE SET {sets} WHERE {self.where_text}"
         if self.kind == MERGE:
             return f"MERGE ON {', '.join(self.on)} USING {list(self.rows)}"
+        if self.kind == MERGE_INSERT:
+            return (f"MERGE ON {', '.join(self.on)} USING {list(self.rows)} "
+                    f"WHEN NOT MATCHED THEN INSERT (only)")
         if self.kind == COMPACT:
             return "COMPACT (rewrite_data_files)" + (f" WHERE {self.where_text}" if self.where else "")
         if self.kind == OVERWRITE:

@@ -45,6 +45,14 @@ class Analysis:
                 return op
         return None
 
+    def insert_only_merges(self, labels) -> bool:
+        """Every one of these operations is an insert-only MERGE (MERGE_INSERT): engines plan it
+        as a plain append, so no isolation level validates it (properties/expectations.yaml)."""
+        from icecheck.models.commands_spec import MERGE_INSERT
+        ops = [self.op(lb) for lb in labels]
+        return bool(ops) and all(o is not None and getattr(o.intent, "kind", None) == MERGE_INSERT
+                                 for o in ops)
+
     def who(self, label: str | None) -> str:
         """'w1 (UPDATE SET v = 'w1.1' WHERE id = 1, committed at seq 2)'."""
         op = self.op(label)

@@ -43,6 +43,7 @@ def check(a: Analysis) -> list[Violation]:
              "row_origins": {repr(tuple(r)): m.origins.get(r) for r in m.actual},
              "inserted_concurrently": inserted,
              "involves_concurrent_insert": any(by_insert),
+             "insert_only_merge": a.insert_only_merges({o for o in origins if o is not None}),
              "first_sequence_number": a.seq(m.position),
              "sequence_numbers": [a.seq(p) for p in m.positions],
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))

@@ -220,5 +220,6 @@ def check(a) -> list:
              "cycle": [[e[0], e[1], e[2], jsonable(e[3])] for e in edges],
              "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent,
              "rw_into_concurrent_insert": into_insert, "equivalent_writes": same,
+             "insert_only_merge": a.insert_only_merges(writers),
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
     return out

@@ -6,6 +6,8 @@ snapshot (``OpRecord.base_snapshot_id``), as the engine computed it:
 * DELETE removes the rows it matched; UPDATE replaces the rows it matched by their updated form;
   MERGE replaces the matched rows by their source row and inserts the source rows whose key it
   did not find: each sets the keys it touched to (their rows at its base) - removed + added;
+  an insert-only MERGE (MERGE_INSERT) sets each key it did not find to its source row and reads
+  (leaves) the keys it found;
 * INSERT appends its rows (a blind write: it reads nothing);
 * COMPACT (rewrite_data_files), or any raw RewriteFiles, changes nothing logically;
 * overwrite(filter) / overwritePartitions() delete by predicate at commit time (what they replace
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from icecheck.models import operations as ops
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, OVERWRITE,
+from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
                                            OVERWRITE_PARTITIONS, UPDATE, Command)
 from icecheck.models.files import EQUALITY_DELETES
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
@@ -183,13 +185,15 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
                     if kind == UPDATE:
                         added.append(tuple(sets.get(n, v) for n, v in zip(schema.names, r)))
             looked = kf.looked(intent.where) if kf.keyed else None
-        elif kind == MERGE:
+        elif kind in (MERGE, MERGE_INSERT):
             idx = [schema.index(c) for c in intent.on]
             source = {tuple(s[i] for i in idx): tuple(s) for s in intent.rows}
             matched = set()
             for r in base:
                 sk = tuple(r[i] for i in idx)
-                if sk in source and matches(r):
+                if sk in source and kind == MERGE_INSERT:
+                    matched.add(sk)               # found: WHEN NOT MATCHED does nothing
+                elif sk in source and matches(r):
                     removed.append(r)
                     added.append(source[sk])
                     matched.add(sk)

@@ -19,7 +19,7 @@ from icecheck.models.operations import Operation, Validations
 from icecheck.models.system import OUTCOMES
 from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig, property_error
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
-from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, INSERT, MERGE,
+from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, INSERT, MERGE, MERGE_INSERT,
                                            OVERWRITE_PARTITIONS, UPDATE, Command)
 
 from .errors import InputError
@@ -692,7 +692,7 @@ def parse_command(ctx, table, node, parent) -> Command:
     ctx.keys(node, COMMAND_KEYS[kind] | {"sql"}, f"a {kind} command")
     where = _filter(ctx, table, node, "where") if "where" in node else None
     rows = _rows(ctx, table, node["rows"], node, "rows") if "rows" in node else ()
-    if kind in (INSERT, MERGE, OVERWRITE_PARTITIONS) and not rows:
+    if kind in (INSERT, MERGE, MERGE_INSERT, OVERWRITE_PARTITIONS) and not rows:
         raise ctx.fail(f"{kind} needs rows", node)
     sets = ()
     if kind == UPDATE:
@@ -704,7 +704,7 @@ def parse_command(ctx, table, node, parent) -> Command:
             _check_value(ctx, types[col], value, snode, col, f"column {col}")
         sets = tuple(sorted(snode.items()))
     on = ()
-    if kind == MERGE:
+    if kind in (MERGE, MERGE_INSERT):
         onode = ctx.seq(node.get("on"), "MERGE on", node, "on")
         on = tuple(str(c) for c in onode)
         for c in on:

@@ -38,3 +38,15 @@ def test_spark_mor_delete_races():
     from icecheck.conformance.spark_session import classpath
     out = _run("spark_mor_delete_races.py", {"ICEBERG_SPARK_JARS": ",".join(classpath())})
     assert out.count("REPRODUCED:") == 2
+
+
+def test_spark_insert_only_merge_duplicates():
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+    try:
+        get_target("spark").ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"Spark unavailable: {e}")
+    from icecheck.conformance.spark_session import classpath
+    out = _run("spark_insert_only_merge_duplicates.py",
+               {"ICEBERG_SPARK_JARS": ",".join(classpath())})
+    assert "both insert-only MERGEs inserted id 2" in out
