@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
-from ..models.operations import (APPEND, DELETE_FILES, EXPIRE_SNAPSHOTS, FAST_APPEND,
-                                 KIND_ALIASES, OVERWRITE, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
+from ..models.operations import (APPEND, CREATE_BRANCH, CREATE_TAG, DELETE_FILES,
+                                 EXPIRE_SNAPSHOTS, FAST_APPEND, FAST_FORWARD, KIND_ALIASES,
+                                 OVERWRITE, REF_KINDS, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
                                  Operation)
 from ..models.table import TableConfig
 from .java_gateway import get_gateway
@@ -66,10 +67,15 @@ _SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
 # IllegalArgumentExceptions of a commit's own checks (never retried), which the model reports as
 # validation_failed: RemoveSnapshots.internalApply's refusal (check expire_refs,
 # models/expire.py) and its array-size failure (expire_array_size), and BaseRowDelta.validate's
-# starting-snapshot ancestry (starting_ancestor).
+# starting-snapshot ancestry (starting_ancestor); and the ref preconditions of toBranch and
+# ManageSnapshots, raised while the operation is built (ref_precondition, models/refs.py).
 _REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
                          r"Snapshot -?\d+ is not an ancestor of -?\d+$|"
-                         r"arraySize cannot be negative but was: -\d+$)")
+                         r"arraySize cannot be negative but was: -\d+$|"
+                         r"\S+ is a tag, not a branch\. Tags cannot be targets|"
+                         r"Cannot fast-forward: \S+ is not an ancestor of \S+$|"
+                         r"Ref \S+ already exists$|Ref does not exist: \S+$|"
+                         r"Ref \S+ is a tag not a branch$|Cannot set \S+ to unknown snapshot)")
 
 # Java calls each validation switch maps to, per operation kind (docs/scenario-format.md).
 _SWITCH_KINDS = {
@@ -559,7 +565,8 @@ class JavaWriter:
             raise JavaDriverError(f"writer {self.name} has already begun")
         t = self.table
         jtable = t.load(self.catalog)
-        base = jtable.currentSnapshot()
+        # SnapshotUtil.latestSnapshot: the head of the branch the operation commits to
+        base = t._ice.util.SnapshotUtil.latestSnapshot(jtable, op.branch or "main")
         self.base_snapshot_id = base.snapshotId() if base is not None else None
         self.base_sequence_number = base.sequenceNumber() if base is not None else None
         self.operation = op
@@ -683,6 +690,21 @@ class JavaWriter:
             u = jtable.newReplacePartitions()
             for f in op.add_data:
                 u.addFile(jf(f))
+        elif kind in REF_KINDS:
+            # ManageSnapshots: a SnapshotManager over a transaction built on ops.refresh() now;
+            # its preconditions are checked by these calls, its commit() is the transaction's
+            u = jtable.manageSnapshots()
+            name, arg = op.ref
+            if kind == FAST_FORWARD:
+                u.fastForwardBranch(name, arg)
+            else:
+                if arg:
+                    target = t.snapshot_order[arg - 1] if arg <= len(t.snapshot_order) else -1
+                else:
+                    current = jtable.currentSnapshot()
+                    target = current.snapshotId() if current is not None else -1
+                (u.createBranch if kind == CREATE_BRANCH else u.createTag)(name, target)
+            return u
         elif kind == EXPIRE_SNAPSHOTS:
             # RemoveSnapshots with explicit ids (ReachableFileCleanup); ordinals index the
             # table's commit order as this driver saw it (JavaTable.note_commit)
@@ -694,6 +716,8 @@ class JavaWriter:
         else:
             raise JavaDriverError(f"unknown operation kind {op.kind!r}")
 
+        if op.branch is not None:
+            u.toBranch(op.branch)   # SnapshotProducer.targetBranch's precondition runs here
         if v.from_snapshot and kind in _FROM_SNAPSHOT_KINDS and self.base_snapshot_id is not None:
             u.validateFromSnapshot(self.base_snapshot_id)
         if v.filter is not None and kind in _FILTER_KINDS:
@@ -743,6 +767,7 @@ class JavaWriter:
             DELETE_FILES: {"delete_data", "row_filter"},
             REPLACE_PARTITIONS: {"add_data"},
             EXPIRE_SNAPSHOTS: set(),
+            CREATE_BRANCH: set(), CREATE_TAG: set(), FAST_FORWARD: set(),
         }.get(kind)
         if allowed is None:
             problems.append(f"unknown operation kind {op.kind!r}")

@@ -8,8 +8,8 @@ Java rules followed (Iceberg 1.10.2, core/src/main/java/org/apache/iceberg/):
   CommitFailedException, like every other commit).
 * ``internalApply()`` refuses an id that a retained ref points at: ``Preconditions.checkArgument(
   refsForId == null, "Cannot expire %s. Still referenced by refs: %s", ...)`` (an
-  IllegalArgumentException, never retried); the model has only ``main``, so that is the current
-  snapshot. An id that is not (or no longer) in the table is ignored
+  IllegalArgumentException, never retried): the current snapshot (main), a branch head or a
+  tagged snapshot (models/refs.py). An id that is not (or no longer) in the table is ignored
   (``TableMetadata.Builder.rewriteSnapshotsInternal``) - unless such ids outnumber the snapshots
   left: that method sizes its list as ``snapshots.size() - idsToRemove.size()`` and throws
   "arraySize cannot be negative but was: -N" (an IllegalArgumentException, never retried).
@@ -50,9 +50,12 @@ def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str) -> TableMe
     """RemoveSnapshots.internalApply on ``base``: the metadata without the expired snapshots."""
     ids = resolve(base, ordinals)
     for sid in ids:
-        if sid == base.current_snapshot_id:
-            raise ValidationFailed("expire_refs",
-                                   f"Cannot expire {sid}. Still referenced by refs: [main]")
+        refs = base.refs_for(sid)
+        if refs:
+            # RemoveSnapshots.java:199: every retained ref (main, branches, tags), listed in the
+            # order of Java's HashMap of refs by snapshot id
+            raise ValidationFailed("expire_refs", f"Cannot expire {sid}. Still referenced by "
+                                                  f"refs: [{', '.join(java_hash_order(refs))}]")
     gone = set(ids)
     if len(base.snapshots) < len(gone):
         # TableMetadata.Builder.rewriteSnapshotsInternal: Lists.newArrayListWithExpectedSize(
@@ -63,7 +66,18 @@ def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str) -> TableMe
                                                     f"{len(base.snapshots) - len(gone)}")
     kept = tuple(s for s in base.snapshots if s.snapshot_id not in gone)
     return TableMetadata(path, base.version + 1, base.format_version, base.last_sequence_number,
-                         base.current_snapshot_id, kept, base.snapshot_log)
+                         base.current_snapshot_id, kept, base.snapshot_log, base.refs)
+
+
+def java_hash_order(names: list[str]) -> list[str]:
+    """``names`` in the iteration order of a small Java HashMap<String, ...> (16 buckets): the
+    order in which RemoveSnapshots lists "Still referenced by refs: [...]"."""
+    def bucket(name: str) -> int:
+        h = 0
+        for ch in name:
+            h = (31 * h + ord(ch)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 15
+    return sorted(names, key=lambda n: (bucket(n), n))
 
 
 def _manifests(store: Mapping, snapshots) -> dict[str, Manifest]:

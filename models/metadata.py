@@ -13,7 +13,7 @@ later commit rewrites the manifest they are dropped, and the other entries becom
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .files import ContentFile, Pairs
 
@@ -26,6 +26,10 @@ APPEND = "append"
 REPLACE = "replace"
 OVERWRITE = "overwrite"
 DELETE = "delete"
+
+MAIN_BRANCH = "main"   # SnapshotRef.MAIN_BRANCH: the current snapshot, kept in current_snapshot_id
+BRANCH = "branch"
+TAG = "tag"
 
 DATA_MANIFEST = "data"
 DELETE_MANIFEST = "deletes"
@@ -92,6 +96,40 @@ class TableMetadata:
     current_snapshot_id: int | None
     snapshots: tuple[Snapshot, ...]
     snapshot_log: tuple[int, ...]
+    # refs other than main, sorted by name: (name, BRANCH | TAG, snapshot id). ``main`` is
+    # ``current_snapshot_id``, as Java's TableMetadata keeps it. Left out of digests while empty,
+    # so traces recorded before branches existed keep their digests.
+    refs: tuple[tuple[str, str, int], ...] = field(default=(),
+                                                   metadata={"digest_omit_default": True})
+
+    def ref(self, name: str) -> tuple[str, int] | None:
+        """(kind, snapshot id) of ref ``name`` (Java ``TableMetadata.ref``), None if absent."""
+        if name == MAIN_BRANCH:
+            return (BRANCH, self.current_snapshot_id) if self.current_snapshot_id else None
+        for n, kind, sid in self.refs:
+            if n == name:
+                return kind, sid
+        return None
+
+    def with_ref(self, name: str, kind: str, snapshot_id: int) -> tuple:
+        """The refs with ``name`` set (not main)."""
+        return tuple(sorted([r for r in self.refs if r[0] != name] + [(name, kind, snapshot_id)]))
+
+    def latest_snapshot(self, branch: str | None) -> "Snapshot | None":
+        """Java ``SnapshotUtil.latestSnapshot(metadata, branch)`` (util/SnapshotUtil.java:527):
+        main (or no branch) is the current snapshot, and so is a branch that does not exist yet
+        (the commit then creates it from main's head)."""
+        if branch is None or branch == MAIN_BRANCH:
+            return self.current
+        ref = self.ref(branch)
+        if ref is None:
+            return self.current
+        return self.snapshot(ref[1])
+
+    def refs_for(self, snapshot_id: int) -> list[str]:
+        """Names of the refs pointing at ``snapshot_id`` (main first, then by name)."""
+        out = [MAIN_BRANCH] if snapshot_id == self.current_snapshot_id else []
+        return out + [n for n, _, sid in self.refs if sid == snapshot_id]
 
     def snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:

@@ -20,9 +20,14 @@ REWRITE = "rewrite"            # BaseRewriteFiles
 DELETE_FILES = "delete_files"  # StreamingDelete
 REPLACE_PARTITIONS = "replace_partitions"  # BaseReplacePartitions
 EXPIRE_SNAPSHOTS = "expire_snapshots"      # RemoveSnapshots (table.expireSnapshots()), models/expire.py
+# ManageSnapshots (table.manageSnapshots()): ref updates, models/refs.py
+CREATE_BRANCH = "create_branch"            # .createBranch(name, snapshotId)
+CREATE_TAG = "create_tag"                  # .createTag(name, snapshotId)
+FAST_FORWARD = "fast_forward"              # .fastForwardBranch(from, to)
+REF_KINDS = (CREATE_BRANCH, CREATE_TAG, FAST_FORWARD)
 
 KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
-         EXPIRE_SNAPSHOTS)
+         EXPIRE_SNAPSHOTS) + REF_KINDS
 KIND_ALIASES = {"merge_append": APPEND}
 
 JAVA_NAMES = {
@@ -34,6 +39,9 @@ JAVA_NAMES = {
     DELETE_FILES: "DeleteFiles",
     REPLACE_PARTITIONS: "ReplacePartitions",
     EXPIRE_SNAPSHOTS: "ExpireSnapshots",
+    CREATE_BRANCH: "ManageSnapshots.createBranch",
+    CREATE_TAG: "ManageSnapshots.createTag",
+    FAST_FORWARD: "ManageSnapshots.fastForwardBranch",
 }
 
 
@@ -98,6 +106,11 @@ class Operation:
     # validates its window at commit (profile rule ``empty: validate``; PyIceberg's empty delete):
     # the commit refreshes, validates, and ends ``noop`` without a swap.
     no_snapshot: bool = field(default=False, metadata={"digest_omit_default": True})
+    # ``toBranch(branch)``: the branch a snapshot-producing operation commits to (None = main).
+    branch: str | None = field(default=None, metadata={"digest_omit_default": True})
+    # ManageSnapshots ref updates (REF_KINDS): create_branch/create_tag ``(name, N)`` with N the
+    # N-th snapshot committed (0 = the current snapshot); fast_forward ``(from, to)``.
+    ref: tuple = field(default=(), metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -18,7 +18,7 @@ from typing import Mapping
 from . import operations as ops
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
 from .filters import FalseExpr, might_match_file, must_match_file
-from .metadata import (ADDED, APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
+from .metadata import (ADDED, APPEND, BRANCH, DATA_MANIFEST, MAIN_BRANCH, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
                        TableMetadata)
 from .operations import Operation
@@ -62,8 +62,9 @@ def operation_name(op: Operation, iceberg_version: tuple[int, int] = (1, 11)) ->
 
 def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                        starting_id: int | None) -> None:
-    """Run the operation's enabled checks against ``base`` (the refreshed metadata)."""
-    parent = base.current
+    """Run the operation's enabled checks against ``base`` (the refreshed metadata), with the
+    head of the operation's target branch as ``parent`` (SnapshotProducer.apply)."""
+    parent = base.latest_snapshot(op.branch)
     if parent is None:
         return
     v = op.validations
@@ -269,8 +270,11 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     """Apply ``op`` to ``base``. ``starting_sequence`` is the sequence number of the writer's
     starting snapshot as it read it when it began (Spark passes it to
     ``RewriteFiles.dataSequenceNumber`` at planning time), so an expiry of that snapshot does not
-    change it; None: look it up in ``base``."""
-    parent = base.current
+    change it; None: look it up in ``base``. The parent is the head of ``op.branch``
+    (``SnapshotUtil.latestSnapshot``), and the new snapshot becomes that branch's head
+    (``setBranchSnapshot(snapshot, targetBranch)``): main's current snapshot, or another
+    branch's ref, created from main's head when it does not exist yet."""
+    parent = base.latest_snapshot(op.branch)
     seq = base.last_sequence_number + 1
     mw = _ManifestWriter(f"snap-{snapshot_id}", snapshot_id, seq)
     parent_data = manifests_of(store, parent, DATA_MANIFEST)
@@ -370,8 +374,12 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     )
     snap = Snapshot(snapshot_id, parent.snapshot_id if parent else None, seq, operation_name(op, table.iceberg_version),
                     mlist.path, summary, writer_name)
-    meta = TableMetadata(metadata_path, base.version + 1, base.format_version, seq, snapshot_id,
-                         base.snapshots + (snap,), base.snapshot_log + (snapshot_id,))
+    if op.branch is None or op.branch == MAIN_BRANCH:
+        current, refs = snapshot_id, base.refs
+    else:
+        current, refs = base.current_snapshot_id, base.with_ref(op.branch, BRANCH, snapshot_id)
+    meta = TableMetadata(metadata_path, base.version + 1, base.format_version, seq, current,
+                         base.snapshots + (snap,), base.snapshot_log + (snapshot_id,), refs)
     objects = dict(mw.objects)
     objects.update({d.path: d for d in added_deletes if d.path.startswith("merged-dvs-")})
     objects[mlist.path] = mlist

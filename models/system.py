@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 from . import catalog as cat
 from . import expire as exp
-from .operations import EXPIRE_SNAPSHOTS
+from . import refs as refs_
+from .operations import EXPIRE_SNAPSHOTS, REF_KINDS
 from .metadata import TableMetadata
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
@@ -326,8 +327,17 @@ class Model:
             if isinstance(operation, NothingToDo):
                 scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
                 return self._finish(state, scanned, NOOP, str(operation))
+        head = base.latest_snapshot(operation.branch)
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
-                    base_snapshot_id=base.current_snapshot_id, operation=operation, attempt=0)
+                    base_snapshot_id=head.snapshot_id if head else None, operation=operation,
+                    attempt=0)
+        try:
+            # the ref preconditions Java checks while the operation is built (models/refs.py)
+            refs_.check_target_branch(base, operation.branch)
+            if operation.kind in REF_KINDS:
+                refs_.update_refs(base, operation)
+        except ValidationFailed as e:
+            return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         state = self._put_writer(state, w)
         if self.config.fuse_local_steps:
             state = self._write(state, w, a)
@@ -365,6 +375,14 @@ class Model:
             # PyIceberg: the first attempt swaps against the metadata it started from, with no
             # refresh (and so no validation); only a lost race makes it refresh and validate.
             pointer = w.base_path
+        if w.operation.kind in REF_KINDS:
+            # BaseTransaction.applyUpdates: the ref update was built on the metadata the writer
+            # began with; any other metadata fails it ("Table metadata refresh is required")
+            if pointer != w.base_path:
+                return self._finish(state, w, COMMIT_FAILED, refs_.REFRESH_REQUIRED, "commit")
+            if refs_.changes_nothing(state.metadata_at(pointer), w.operation):
+                # commitSimpleTransaction: "if there were no changes, don't try to commit"
+                return self._finish(state, w, COMMITTED, None)
         w = replace(w, phase=REFRESHED, refreshed_path=pointer)
         state = self._put_writer(state, w)
         if self.config.fuse_local_steps:
@@ -379,6 +397,8 @@ class Model:
 
     def _validate(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
+        if op.kind in REF_KINDS:  # checked when built, on this same metadata
+            return self._put_writer(state, replace(w, phase=VALIDATED))
         if op.kind == EXPIRE_SNAPSHOTS:
             # RemoveSnapshots.internalApply's precondition on the refreshed metadata
             try:
@@ -417,12 +437,14 @@ class Model:
                                     seq=phantom.sequence_number, applied=True)
             meta = TableMetadata(path, base.version + 1, base.format_version,
                                  base.last_sequence_number, w.phantom_id, base.snapshots,
-                                 base.snapshot_log + (w.phantom_id,))
+                                 base.snapshot_log + (w.phantom_id,), base.refs)
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=w.phantom_id,
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
-        if w.operation.kind == EXPIRE_SNAPSHOTS:
-            meta = exp.expire(base, w.operation.expire, path)
+        if w.operation.kind in (EXPIRE_SNAPSHOTS,) + REF_KINDS:
+            meta = (exp.expire(base, w.operation.expire, path)
+                    if w.operation.kind == EXPIRE_SNAPSHOTS
+                    else refs_.apply_refs(base, w.operation, path))
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
@@ -463,6 +485,9 @@ class Model:
                 store = state.store.delete_all(exp.files_to_delete(state.store, base, new))
                 return self._finish(state, w, COMMITTED, None, applied=True,
                                     catalog=result.catalog, store=store)
+            if w.operation.kind in REF_KINDS:
+                return self._finish(state, w, COMMITTED, None, applied=True,
+                                    catalog=result.catalog)
             snap = new.snapshot(w.pending_snapshot_id)  # a rollback keeps its old number
             seq = snap.sequence_number if snap is not None else new.last_sequence_number
             return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,

@@ -9,11 +9,17 @@
 * each writer's committed snapshot appears exactly once, with the sequence number the writer
   was told; and every snapshot of the lineage belongs to a commit someone made (setup, or a
   writer whose swap applied). A committed snapshot that is absent is a lost write (lost_write).
+
+With branches (``toBranch``, models/refs.py) the snapshots form a tree, main can be
+fast-forwarded, and sequence numbers are table-wide, so the chain, current-is-last and
+sequence checks apply only while the table has no branch but main.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+
+from icecheck.models.metadata import BRANCH
 
 from .analysis import Analysis
 from .violation import VIOLATION, Violation
@@ -39,7 +45,8 @@ def check(a: Analysis) -> list[Violation]:
     kept = [s.snapshot_id for s in meta.snapshots]
     log = list(meta.snapshot_log)
     logged = [h.snapshot(sid) for sid in log]
-    for i, s in enumerate(logged):
+    branched = any(kind == BRANCH for _, kind, _ in meta.refs)
+    for i, s in enumerate([] if branched else logged):
         expected_parent = log[i - 1] if i else None
         if s is not None and s.parent_id != expected_parent:
             bad("linear", f"Snapshot {s.snapshot_id} (seq {s.sequence_number}, by "
@@ -52,10 +59,10 @@ def check(a: Analysis) -> list[Violation]:
             f"commit order.", snapshot_log=log, snapshots=kept)
     snaps = list(meta.snapshots)
     ids = kept
-    if snaps and meta.current_snapshot_id != ids[-1]:
+    if snaps and meta.current_snapshot_id != ids[-1] and not branched:
         bad("current", f"The current snapshot {meta.current_snapshot_id} is not the last "
             f"committed one ({ids[-1]}).", current=meta.current_snapshot_id, last=ids[-1])
-    for i, s in enumerate(h.lineage):
+    for i, s in enumerate([] if branched else h.lineage):
         if s.sequence_number != i + 1:
             bad("sequence", f"Snapshot {s.snapshot_id} (by {s.writer}) has sequence number "
                 f"{s.sequence_number}, but it is commit {i + 1} of the lineage: sequence numbers "
@@ -63,7 +70,7 @@ def check(a: Analysis) -> list[Violation]:
                 sequence_number=s.sequence_number, expected=i + 1)
             break
     head_seq = h.lineage[-1].sequence_number if h.lineage else 0
-    if meta.last_sequence_number != head_seq:
+    if meta.last_sequence_number != head_seq and not branched:
         bad("last_sequence_number", f"last-sequence-number is {meta.last_sequence_number} but "
             f"the current snapshot's sequence number is {head_seq}.",
             last_sequence_number=meta.last_sequence_number, current=head_seq)

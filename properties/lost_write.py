@@ -20,8 +20,13 @@ def check(a: Analysis) -> list[Violation]:
     out: list[Violation] = []
     lineage_ids = {s.snapshot_id for s in h.lineage}
     head = h.lineage[-1] if h.lineage else None
+    # a commit to another branch (toBranch) lives on that branch, not on main's lineage: it is
+    # lost only when no ref reaches it any more (models/refs.py)
+    on_refs = {s.snapshot_id for _, _, sid in h.meta.refs for s in h.meta.ancestors(sid)}
     for op in h.ops:
         if not op.acknowledged or op.record is None or op.snapshot_id in lineage_ids:
+            continue
+        if op.snapshot_id in on_refs:
             continue
         if op.snapshot_id is None:  # a commit that adds no snapshot (ExpireSnapshots)
             continue

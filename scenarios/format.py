@@ -6,6 +6,8 @@ profiles, writers or file names, filters that do not parse, rows that do not fit
 
 from __future__ import annotations
 
+import re
+
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +34,7 @@ TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
 FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
              "equality_ids"}
 OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
-           "expect", "snapshots"}
+           "expect", "snapshots", "branch", "name", "snapshot", "to"}
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
@@ -53,7 +55,14 @@ OPS_ALLOWED_KEYS = {
     ops.DELETE_FILES: {"delete", "row_filter"},
     ops.REPLACE_PARTITIONS: {"add"},
     ops.EXPIRE_SNAPSHOTS: {"snapshots"},
+    ops.CREATE_BRANCH: {"name", "snapshot"},
+    ops.CREATE_TAG: {"name", "snapshot"},
+    ops.FAST_FORWARD: {"name", "to"},
 }
+# operations that produce a snapshot and so may take ``branch`` (toBranch)
+BRANCH_KINDS = (ops.APPEND, ops.FAST_APPEND, ops.OVERWRITE, ops.ROW_DELTA, ops.REWRITE,
+                ops.DELETE_FILES, ops.REPLACE_PARTITIONS)
+_REF_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -421,10 +430,19 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
         raise ctx.fail(f"unknown operation {node.get('op')!r}; expected one of "
                        f"{', '.join(ops.KINDS)}", node, "op")
     ctx.keys(node, OP_KEYS | {"begin"}, f"a {kind} operation")
-    for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter", "snapshots"):
+    for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter", "snapshots",
+                "name", "snapshot", "to"):
         if key in node and key not in OPS_ALLOWED_KEYS[kind]:
             raise ctx.fail(f"{kind} does not take {key!r} (it takes "
                            f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
+    if kind in ops.REF_KINDS:
+        return _ref_operation(ctx, kind, node)
+    branch = None
+    if "branch" in node:
+        if kind not in BRANCH_KINDS:
+            raise ctx.fail(f"{kind} does not take 'branch' (toBranch is for operations that "
+                           f"commit a snapshot)", node, "branch")
+        branch = _ref_name(ctx, node, "branch")
     add = _file_list(ctx, files, node, "add", False)
     delete = _file_list(ctx, files, node, "delete", False)
     add_deletes = _file_list(ctx, files, node, "add_deletes", True)
@@ -456,7 +474,38 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                                f"snapshot committed)", items, i)
         return Operation(kind, expire=tuple(int(n) for n in items))
     validations = parse_validations(ctx, table, files, node, kind, add_deletes)
-    return Operation(kind, add, delete, add_deletes, remove_deletes, row_filter, validations)
+    return Operation(kind, add, delete, add_deletes, remove_deletes, row_filter, validations,
+                     branch=None if branch == "main" else branch)
+
+
+def _ref_name(ctx: _Ctx, node: LineDict, key: str) -> str:
+    name = node.get(key)
+    if not isinstance(name, str) or not _REF_NAME_RE.match(name):
+        raise ctx.fail(f"{key}: {name!r} is not a ref name (letters, digits, _ . -)", node, key)
+    return name
+
+
+def _ref_operation(ctx: _Ctx, kind: str, node: LineDict) -> Operation:
+    """create_branch / create_tag {name, snapshot: N} and fast_forward {name, to}."""
+    for key in ("validate", "branch"):
+        if key in node:
+            raise ctx.fail(f"{kind} does not take {key!r} (it takes "
+                           f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
+    if "name" not in node:
+        raise ctx.fail(f"{kind} needs name: (the ref)", node, "op")
+    name = _ref_name(ctx, node, "name")
+    if kind == ops.FAST_FORWARD:
+        if "to" not in node:
+            raise ctx.fail("fast_forward needs to: (the ref whose head the branch moves to)",
+                           node, "op")
+        return Operation(kind, ref=(name, _ref_name(ctx, node, "to")))
+    n = 0
+    if "snapshot" in node:
+        n = node["snapshot"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ctx.fail(f"snapshot: {n!r} is not a snapshot number (1 = the first snapshot "
+                           f"committed)", node, "snapshot")
+    return Operation(kind, ref=(name, int(n)))
 
 
 def _filter(ctx: _Ctx, table: TableConfig, node: LineDict, key: str):

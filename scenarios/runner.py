@@ -101,6 +101,7 @@ class _Run:
         self.actions: list[Action] = []
         self.verdicts: list[StepVerdict] = []
         self.failures: list[str] = []
+        self.ended_at_begin: set[str] = set()
 
     def do(self, action: Action, step: Step) -> None:
         try:
@@ -171,9 +172,18 @@ class _Run:
         start = len(self.state.writer(step.writer).history)
         if step.kind == "commit_now":
             self.do(Action(step.writer, sm.BEGIN), step)
-            self.advance(step, until_done=True)
+            if len(self.state.writer(step.writer).history) == start:
+                self.advance(step, until_done=True)
         elif step.kind == "begin":
             self.do(Action(step.writer, sm.BEGIN), step)
+            if len(self.state.writer(step.writer).history) > start:
+                # refused while it was built (a ref precondition, models/refs.py): as the Java
+                # driver does, its ``commit:`` step reports that outcome
+                self.ended_at_begin.add(step.writer)
+                return
+        elif step.kind == "commit" and step.writer in self.ended_at_begin:
+            self.ended_at_begin.discard(step.writer)
+            start -= 1
         elif step.kind == "commit":
             self.advance(step, until_done=True)
         elif step.kind == "phase":
