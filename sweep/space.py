@@ -4,6 +4,12 @@ A cell is plain JSON data (so it travels to a Spark task as is): the profile and
 encodes (engine, table mode, isolation level), catalog, format version, the commands (one per
 writer, templates already filled in), the initial rows and the bounds. Its id is a stable hash
 of exactly what determines its result, so a re-run with the same space skips finished cells.
+
+A *mix* (``mixes:`` in the space) is a row of the matrix whose writers run on different engine
+profiles (a Spark job and a PyIceberg script on one table): its cells carry ``writer_profiles``
+(writer w runs on ``mix[(w-1) % len(mix)]``) and are explored as one mixed-engine
+configuration (``ExploreConfig.writer_profiles``), judged under the strictest expectation of
+their profiles, as every mixed exploration is.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class Space:
     bounds: dict = field(default_factory=lambda: dict(DEFAULT_BOUNDS))
     hypothesis: dict = field(default_factory=lambda: dict(DEFAULT_HYPOTHESIS))
     path: str = SPACE_PATH
+    # mixed-engine rows: each a list of profiles, writer w on mix[(w-1) % len(mix)]
+    mixes: list[list[str]] = field(default_factory=list)
 
 
 def load_space(path: str | None = None) -> Space:
@@ -55,13 +63,13 @@ def load_space(path: str | None = None) -> Space:
         raise InputError("expected a mapping (profiles, catalogs, format_versions, commands, "
                          "combos, bounds)", path, getattr(doc, "line", 1))
     unknown = set(doc) - {"profiles", "catalogs", "format_versions", "commands", "combos",
-                          "initial_rows", "bounds", "hypothesis"}
+                          "initial_rows", "bounds", "hypothesis", "mixes"}
     if unknown:
         raise InputError(f"unknown key(s) {sorted(unknown)}", path,
                          _line(doc, sorted(unknown, key=str)[0]))
     try:
         space = Space(
-            profiles=[str(p) for p in doc["profiles"]],
+            profiles=[str(p) for p in doc.get("profiles") or []],
             catalogs=[str(c) for c in doc.get("catalogs", [cat.CAS])],
             format_versions=list(doc.get("format_versions", [2])),
             commands={str(k): dict(v) for k, v in doc["commands"].items()},
@@ -69,11 +77,24 @@ def load_space(path: str | None = None) -> Space:
             initial_rows=[list(r) for r in doc.get("initial_rows", [[1, "v0"]])],
             bounds={**DEFAULT_BOUNDS, **(doc.get("bounds") or {})},
             hypothesis={**DEFAULT_HYPOTHESIS, **(doc.get("hypothesis") or {})},
-            path=path)
+            path=path,
+            mixes=[_mix_entry(m, path, _line(doc, "mixes", i))
+                   for i, m in enumerate(doc.get("mixes") or [])])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputError(f"malformed sweep space: {type(e).__name__}: {e}", path) from None
     _validate(space, doc)
     return space
+
+
+def _mix_entry(value: Any, path: str, line: int | None) -> list[str]:
+    if not isinstance(value, list) or not 2 <= len(value) <= 3 \
+            or not all(isinstance(p, str) for p in value):
+        raise InputError(f"a mix is a list of 2 or 3 profile names (writer w1, w2, ...), got "
+                         f"{value!r}", path, line)
+    if len(set(value)) == 1:
+        raise InputError(f"a mix names different profiles (one profile for every writer is a "
+                         f"'profiles' entry): {value}", path, line)
+    return [str(p) for p in value]
 
 
 def _line(doc: Any, *keys: Any) -> int | None:
@@ -115,6 +136,14 @@ def _validate(space: Space, doc: Any = None) -> None:
         if p not in known:
             raise InputError(f"unknown profile {p!r}; known: {', '.join(sorted(known))}", path,
                              _line(doc, "profiles", i))
+    for i, mix in enumerate(space.mixes):
+        for p in mix:
+            if p not in known:
+                raise InputError(f"mix {mix}: unknown profile {p!r}; known: "
+                                 f"{', '.join(sorted(known))}", path, _line(doc, "mixes", i))
+    if not space.profiles and not space.mixes:
+        raise InputError("the space needs 'profiles' or 'mixes' (none given)", path,
+                         getattr(doc, "line", 1))
     for i, c in enumerate(space.catalogs):
         if c not in cat.KINDS:
             raise InputError(f"unknown catalog {c!r}; expected one of {', '.join(cat.KINDS)}",
@@ -186,6 +215,34 @@ def profile_facts(name: str) -> dict:
             "mode": "/".join(modes) if modes else "n/a", "supports": sorted(p.commands)}
 
 
+def mix_label(mix: list[str]) -> str:
+    """A mix's row name in the matrix and its cells' ``profile``: ``p1+p2``."""
+    return "+".join(mix)
+
+
+def mix_facts(mix: list[str]) -> dict:
+    """A mix's facts, each the members' values joined by ``+`` (one value when they agree)."""
+    members = [profile_facts(p) for p in mix]
+
+    def joined(key: str) -> str:
+        vals = list(dict.fromkeys(m[key] for m in members))
+        return "+".join(vals)
+
+    return {"engine": joined("engine"), "isolation": joined("isolation"),
+            "mode": joined("mode"), "members": members}
+
+
+def _facts_match(f: "Filters", modes: set, facts: list[dict]) -> bool:
+    """Do the filters select a row whose writers have these facts (any writer matching)?"""
+    if modes and not any(modes & set(x["mode"].split("/")) for x in facts):
+        return False
+    if f.isolations and not any(x["isolation"] in f.isolations for x in facts):
+        return False
+    if f.engines and not any(x["engine"] in f.engines for x in facts):
+        return False
+    return True
+
+
 # -- cells ------------------------------------------------------------------------------------
 _PLACEHOLDER = re.compile(r"\{(w|n|tag|new_key)\}")
 
@@ -234,6 +291,8 @@ def model_fingerprint() -> str:
 def cell_id(cell: dict) -> str:
     key = {k: cell[k] for k in ("profile", "catalog", "format_version", "commands",
                                 "initial_rows", "bounds", "hypothesis")}
+    if cell.get("writer_profiles"):   # only mixed cells: single-profile ids are unchanged
+        key["writer_profiles"] = cell["writer_profiles"]
     key["schema"] = CELL_SCHEMA
     key["model"] = model_fingerprint()
     blob = json.dumps(key, sort_keys=True, separators=(",", ":"))
@@ -252,21 +311,31 @@ def _combo_matches(combo: list[str], wanted: tuple[str, ...]) -> bool:
     return False
 
 
-def cells(space: Space, filters: Filters | None = None) -> tuple[list[dict], list[dict]]:
-    """The cells of ``space`` that pass ``filters``: (applicable cells, not-applicable cells)."""
-    f = filters or Filters()
+def _rows(space: Space, f: Filters) -> list[tuple[str, dict, list[str] | None]]:
+    """The matrix rows that pass the profile filters: (label, facts, mix or None)."""
     modes = {MODES.get(m.lower(), m.lower()) for m in f.modes}
-    out, skipped = [], []
+    rows = []
     for profile in space.profiles:
         if f.profiles and not any(fnmatch.fnmatchcase(profile, p) for p in f.profiles):
             continue
         facts = profile_facts(profile)
-        if modes and not (modes & set(facts["mode"].split("/"))):
+        if _facts_match(f, modes, [facts]):
+            rows.append((profile, facts, None))
+    for mix in space.mixes:
+        label = mix_label(mix)
+        if f.profiles and not any(fnmatch.fnmatchcase(label, p) for p in f.profiles):
             continue
-        if f.isolations and facts["isolation"] not in f.isolations:
-            continue
-        if f.engines and facts["engine"] not in f.engines:
-            continue
+        facts = mix_facts(mix)
+        if _facts_match(f, modes, facts["members"]):
+            rows.append((label, facts, mix))
+    return rows
+
+
+def cells(space: Space, filters: Filters | None = None) -> tuple[list[dict], list[dict]]:
+    """The cells of ``space`` that pass ``filters``: (applicable cells, not-applicable cells)."""
+    f = filters or Filters()
+    out, skipped = [], []
+    for profile, facts, mix in _rows(space, f):
         for catalog in space.catalogs:
             if f.catalogs and catalog not in f.catalogs:
                 continue
@@ -286,11 +355,23 @@ def cells(space: Space, filters: Filters | None = None) -> tuple[list[dict], lis
                             "command_names": list(combo), "commands": cmds,
                             "writers": len(combo), "initial_rows": space.initial_rows,
                             "bounds": dict(space.bounds), "hypothesis": dict(space.hypothesis)}
+                    if mix is not None:
+                        cell["writer_profiles"] = [mix[(w - 1) % len(mix)]
+                                                   for w in range(1, len(combo) + 1)]
                     cell["id"] = cell_id(cell)
-                    kinds = {c.get("sql", "").upper() for prog in cmds for c in prog}
-                    missing = sorted(kinds - set(facts["supports"]))
+                    missing: dict[str, list[str]] = {}   # who -> commands without a rule
+                    for w, prog in enumerate(cmds, 1):
+                        wprofile = cell["writer_profiles"][w - 1] if mix is not None else profile
+                        who = f"w{w} ({wprofile})" if mix is not None else profile
+                        supports = profile_facts(wprofile)["supports"]
+                        for c in prog:
+                            kind = c.get("sql", "").upper()
+                            if kind not in supports and kind not in missing.get(who, []):
+                                missing.setdefault(who, []).append(kind)
                     if missing:
-                        cell["not_applicable"] = f"{profile} has no rule for {', '.join(missing)}"
+                        cell["not_applicable"] = "; ".join(
+                            f"{who} has no rule for {', '.join(sorted(kinds))}"
+                            for who, kinds in missing.items())
                         skipped.append(cell)
                     else:
                         out.append(cell)
@@ -303,17 +384,20 @@ def explore_config(cell: dict):
     from icecheck.engines.explicit import with_retries
 
     writers = tuple(tuple((_freeze(c),) for c in prog) for prog in cell["commands"])
-    cfg = ExploreConfig(profile=cell["profile"], format_version=int(cell["format_version"]),
+    mixed = tuple(cell.get("writer_profiles") or ())
+    cfg = ExploreConfig(profile=mixed[0] if mixed else cell["profile"],
+                        format_version=int(cell["format_version"]),
                         catalog=cell["catalog"],
                         initial_rows=tuple(tuple(r) for r in cell["initial_rows"]),
-                        writers=writers,
+                        writers=writers, writer_profiles=mixed,
                         name=f"{cell['profile']} {cell['combo']} {cell['catalog']} "
                              f"v{cell['format_version']}")
     return with_retries(cfg, cell["bounds"].get("retries"))
 
 
 def space_summary(space: Space) -> dict:
-    return {"path": space.path, "profiles": space.profiles, "catalogs": space.catalogs,
+    return {"path": space.path, "profiles": space.profiles,
+            "mixes": [mix_label(m) for m in space.mixes], "catalogs": space.catalogs,
             "format_versions": space.format_versions,
             "combos": [combo_label(c) for c in space.combos], "bounds": space.bounds,
             "hypothesis": space.hypothesis}

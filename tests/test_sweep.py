@@ -21,17 +21,77 @@ def one(**filters):
 def test_default_space_shape_and_filters():
     space = load_space()
     cs, na = cells(space)
-    assert len(cs) + len(na) == (len(space.profiles) * len(space.catalogs)
+    assert len(cs) + len(na) == ((len(space.profiles) + len(space.mixes)) * len(space.catalogs)
                                  * len(space.format_versions) * len(space.combos))
-    assert all("COMPACT" in c["combo"] and c["engine"] == "pyiceberg-0.12" for c in na)
+    assert all("COMPACT" in c["combo"] and "pyiceberg-0.12" in c["engine"] for c in na)
     assert len({c["id"] for c in cs}) == len(cs)            # ids are unique...
     assert [c["id"] for c in cells(load_space())[0]] == [c["id"] for c in cs]   # ...and stable
     mor, _ = cells(space, Filters(modes=("mor",), catalogs=("cas",), formats=(2,)))
-    assert {c["profile"] for c in mor} == {"spark-3.5-mor-serializable", "spark-3.5-mor-snapshot"}
+    assert {c["profile"] for c in mor} == {"spark-3.5-mor-serializable", "spark-3.5-mor-snapshot",
+                                           "spark-3.5-mor-serializable+pyiceberg-0.12-serializable"}
     pair, _ = cells(space, Filters(commands=("UPDATE+DELETE",), profiles=("spark-3.5-*",)))
-    assert {c["combo"] for c in pair} == {"DELETE+UPDATE"} and len(pair) == 16
+    # 4 Spark profiles and the 2 mixes (a glob matches a mix's name, p1+p2)
+    assert {c["combo"] for c in pair} == {"DELETE+UPDATE"} and len(pair) == 24
     si, _ = cells(space, Filters(isolations=("snapshot",), engines=("pyiceberg-0.12",)))
     assert {c["profile"] for c in si} == {"pyiceberg-0.12-snapshot"}
+    py, _ = cells(space, Filters(profiles=("*pyiceberg*",), engines=("spark-3.5",)))
+    assert {c["profile"] for c in py} == {"+".join(m) for m in space.mixes}
+
+
+def _mixed_space(tmp_path, mixes="[[spark-3.5-cow-serializable, pyiceberg-0.12-serializable]]"):
+    p = tmp_path / "space.yaml"
+    p.write_text(f"mixes: {mixes}\ncatalogs: [cas]\nformat_versions: [2]\n"
+                 "initial_rows: [[0, v0], [1, v0]]\n"
+                 "commands:\n  MERGE: {sql: MERGE, 'on': [id], rows: [[2, '{tag}']]}\n"
+                 "  UPDATE: {sql: UPDATE, where: 'id = 1', set: {v: '{tag}'}}\n"
+                 "  COMPACT: {sql: COMPACT}\n"
+                 "combos: [[MERGE, MERGE], [UPDATE, UPDATE], [COMPACT, COMPACT], "
+                 "[UPDATE, UPDATE, UPDATE]]\n")
+    return str(p)
+
+
+def test_mixed_profiles_in_the_space(tmp_path):
+    """A mix is a row whose writers run on different engines: each cell carries the writers'
+    profiles, explores them as one mixed configuration, and is not applicable when a writer's
+    own profile has no rule for its command."""
+    from icecheck.sweep.space import explore_config
+
+    space = load_space(_mixed_space(tmp_path))
+    cs, na = cells(space)
+    label = "spark-3.5-cow-serializable+pyiceberg-0.12-serializable"
+    assert {c["profile"] for c in cs + na} == {label}
+    assert [c["combo"] for c in na] == ["COMPACT+COMPACT"]
+    assert na[0]["not_applicable"] == "w2 (pyiceberg-0.12-serializable) has no rule for COMPACT"
+    triple = next(c for c in cs if c["writers"] == 3)
+    assert triple["writer_profiles"] == ["spark-3.5-cow-serializable",
+                                         "pyiceberg-0.12-serializable",
+                                         "spark-3.5-cow-serializable"]   # the mix cycles
+    cfg = explore_config(triple)
+    assert cfg.mixed and cfg.profile_of(2) == "pyiceberg-0.12-serializable"
+    assert cells(load_space(_mixed_space(tmp_path)))[0][0]["id"] == cs[0]["id"]   # stable
+    merge = run_cell(next(c for c in cs if c["combo"] == "MERGE+MERGE"))
+    # PyIceberg's upsert appends key 2 without validation after the Spark MERGE committed it:
+    # a duplicate that the Spark writer's serializable promise forbids (judged strictest)
+    assert merge["complete"] and merge["status"] == "violation"
+    assert "duplicate_keys" in {f["property"] for f in merge["findings"]}
+    update = run_cell(next(c for c in cs if c["combo"] == "UPDATE+UPDATE"))
+    assert update["status"] == "clean" and update["complete"]
+    # the writers' profiles are part of a cell's identity (a resumed sweep never confuses them)
+    from icecheck.sweep.space import cell_id
+    plain = {k: v for k, v in triple.items() if k != "writer_profiles"}
+    assert cell_id(plain) != triple["id"] == cell_id(triple)
+
+
+@pytest.mark.parametrize("mixes,message", [
+    ("[[no-such, no-validation]]", "unknown profile 'no-such'"),
+    ("[[no-validation]]", "a mix is a list of 2 or 3 profile names"),
+    ("[[no-validation, no-validation]]", "a mix names different profiles"),
+    ("[spark-3.5-cow-serializable]", "a mix is a list"),
+])
+def test_bad_mix_is_input_error(tmp_path, mixes, message):
+    with pytest.raises(InputError, match=message) as e:
+        load_space(_mixed_space(tmp_path, mixes))
+    assert e.value.line == 1
 
 
 def test_bad_space_is_input_error(tmp_path):
