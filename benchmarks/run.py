@@ -79,9 +79,19 @@ def _proc_kb(field: str) -> int:
 
 
 def baseline_rate(seconds: float = 1.0) -> dict:
+    """The baseline's states/s here and now. What the process holds (a search's caches) is
+    frozen out of the garbage collector's way first, so that the baseline measures the
+    machine, not the heap the measured search left behind."""
+    import gc
     from benchmarks.twophase import rate
-    r = rate(seconds)
-    return {"rms": r["rms"], "states": r["states"], "states_per_s": round(r["states_per_s"], 1)}
+    gc.collect()
+    gc.freeze()
+    try:
+        r = rate(seconds)
+    finally:
+        gc.unfreeze()
+    return {"rms": r["rms"], "states": r["states"], "states_per_s": round(r["states_per_s"], 1),
+            "cpu_states_per_s": round(r["cpu_states_per_s"], 1)}
 
 
 def measure(cfg, workers: int, budget, max_states=None) -> dict:
@@ -89,16 +99,23 @@ def measure(cfg, workers: int, budget, max_states=None) -> dict:
     states/s (per core), the ratio to the baseline, and the peak memory the search added (the
     baseline runs after it, so that its own sets do not hide in the peak)."""
     from icecheck.engines.explicit import Bounds, search
+    # warm-up: the lazy imports and loaded tables (profiles, expectations) are not the search's
+    search(cfg, engine="bfs", workers=1, traces=False, bounds=Bounds(max_states=1))
     rss0 = _proc_kb("VmRSS")
     bounds = Bounds(max_states=max_states) if max_states else Bounds()
+    cpu = time.process_time()
     r = search(cfg, engine="bfs", symmetry=True, por=True, workers=workers, traces=False,
                time_budget=budget, bounds=bounds)
+    cpu = time.process_time() - cpu
     peak = _proc_kb("VmHWM")
     del r.outcomes, r.coverage
-    base = baseline_rate(2.0)["states_per_s"]
-    per_core = r.states_per_s / workers
+    base = baseline_rate(2.0)["cpu_states_per_s"]
+    # CPU time of this process (workers=1): what a busy machine steals does not count, on
+    # either side of the ratio
+    per_core = r.states / cpu if workers == 1 and cpu > 0 else r.states_per_s / workers
     return {"states": r.states, "transitions": r.transitions, "max_depth": r.max_depth,
-            "seconds": round(r.seconds, 2), "states_per_s": round(r.states_per_s, 1),
+            "seconds": round(r.seconds, 2), "cpu_seconds": round(cpu, 2),
+            "states_per_s": round(r.states_per_s, 1),
             "states_per_s_per_core": round(per_core, 1), "complete": r.complete,
             "stopped": r.stopped, "final_states": r.final_states,
             "violations": sorted(r.violations), "allowed": sorted(r.allowed),
@@ -111,36 +128,26 @@ def measure(cfg, workers: int, budget, max_states=None) -> dict:
                                 if peak and r.states else None)}
 
 
-def in_child(fn, *args):
-    """``fn(*args)`` in a forked child process (its peak RSS is its own), or here without fork."""
-    import multiprocessing as mp
-    if not hasattr(os, "fork"):
-        return fn(*args)
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-
-    def run():
-        try:
-            child.send(("ok", fn(*args)))
-        except BaseException as e:  # report, never hang the parent
-            child.send(("error", f"{type(e).__name__}: {e}"))
-        finally:
-            child.close()
-
-    p = ctx.Process(target=run)
-    p.start()
-    child.close()
-    status, value = parent.recv()
-    p.join()
-    if status != "ok":
-        raise RuntimeError(value)
-    return value
+def measure_in_subprocess(entry: dict, workers: int, budget, max_states=None,
+                          pythonpath: str | None = None, cwd: str = ROOT) -> dict:
+    """``measure`` in a fresh Python process (``--measure``): its peak RSS is the search's own,
+    not a heap left by earlier searches, and ``pythonpath`` can put another commit's code
+    first (``--compare``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, ROOT) if p)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--measure",
+         json.dumps({"entry": entry, "workers": workers, "budget": budget,
+                     "max_states": max_states})],
+        cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
-def bench_config(bid: str, cfg, workers: int, budgets: dict, log) -> dict:
+def bench_config(bid: str, entry: dict, workers: int, budgets: dict, log) -> dict:
     from icecheck.engines.explicit import search
+    cfg = _cfg(entry, entry["profile"])
     log(f"[{bid}] reduced (symmetry + POR, {workers} workers) ...")
-    red = in_child(measure, cfg, workers, budgets["reduced"])
+    red = measure_in_subprocess(entry, workers, budgets["reduced"])
     log(f"[{bid}]   {red['states']:,} states in {red['seconds']:.1f}s, ratio {red['ratio']} "
         f"to the 2PC baseline ({red['baseline_states_per_s']:,.0f} states/s), "
         f"{red['bytes_per_state']} B/state; unreduced ...")
@@ -170,8 +177,8 @@ def bench_growth(spec: dict, workers: int, log) -> dict:
     for w in spec["writers"]:
         for o in spec["ops"]:
             entry = dict(base, writers=w, ops=o)
-            cfg = _cfg(entry, spec["profile"])
-            m = in_child(measure, cfg, workers, None, spec["max_states"])
+            entry.pop("max_states", None)
+            m = measure_in_subprocess(entry, workers, None, spec["max_states"])
             cut = not m["complete"]
             log(f"[growth] {w}w x {o}op: {m['states']:,} states{' (cut)' if cut else ''} in "
                 f"{m['seconds']:.1f}s, ratio {m['ratio']}")
@@ -181,24 +188,39 @@ def bench_growth(spec: dict, workers: int, log) -> dict:
 
 
 def bench_hypothesis(spec: dict, log) -> dict:
-    """Hypothesis on the canonical configuration: examples/s and model steps/s (each distinct
-    action prefix is one ``model.step``; replays of a known prefix come from its cache)."""
-    from icecheck.engines.hypothesis_engine import explore
+    """Hypothesis on the canonical configuration: examples/s and steps/s (every step a rule
+    of the state machine takes: the invariant runs after each, counted by wrapping the engine's
+    ``_Collector.check``; a step
+    whose action prefix was met before comes from its cache, so ``new_steps`` counts the
+    ``model.step`` calls)."""
+    from icecheck.engines import hypothesis_engine as H
     cfg = _cfg(spec, spec["profile"])
+    calls = [0]
+    check = H._Collector.check
+
+    def counted(self, path):
+        calls[0] += 1
+        return check(self, path)
+
     before = baseline_rate()
-    t = time.perf_counter()
-    r = explore(cfg, max_examples=spec["examples"], seed=0, shrink=False)
-    seconds = time.perf_counter() - t
+    H._Collector.check = counted
+    try:
+        t, cpu = time.perf_counter(), time.process_time()
+        r = H.explore(cfg, max_examples=spec["examples"], seed=0, shrink=False)
+        seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+    finally:
+        H._Collector.check = check
     after = baseline_rate()
-    base = (before["states_per_s"] + after["states_per_s"]) / 2
-    steps = max(0, r.states - 1)
+    base = (before["cpu_states_per_s"] + after["cpu_states_per_s"]) / 2
+    steps = calls[0]
     out = {"config": cfg.name, "profile": cfg.profile, "examples": r.examples,
-           "steps": steps, "seconds": round(seconds, 2),
+           "steps": steps, "new_steps": max(0, r.states - 1), "seconds": round(seconds, 2),
            "examples_per_s": round(r.examples / seconds, 1),
            "steps_per_s": round(steps / seconds, 1), "baseline_states_per_s": round(base, 1),
-           "steps_ratio": round(steps / seconds / base, 4) if base else None}
-    log(f"[hypothesis] {r.examples} examples, {steps:,} steps in {seconds:.1f}s "
-        f"({out['steps_per_s']:,.0f} steps/s, ratio {out['steps_ratio']})")
+           "cpu_seconds": round(cpu, 2),
+           "steps_ratio": round(steps / cpu / base, 4) if base and cpu > 0 else None}
+    log(f"[hypothesis] {r.examples} examples, {steps:,} steps ({out['new_steps']:,} new) in "
+        f"{seconds:.1f}s ({out['steps_per_s']:,.0f} steps/s, ratio {out['steps_ratio']})")
     return out
 
 
@@ -235,23 +257,17 @@ def bench_compare(rev: str, spec: dict, workers: int, budget, log) -> dict:
     rows = []
     with tempfile.TemporaryDirectory(prefix="icecheck-bench-") as tmp:
         old = _tree_of(sha, tmp)
-        for prof in spec["compare"]:
-            entry = dict(spec["canonical"], profile=prof)
+        for entry in spec["compare"]:
+            prof = entry["id"]
             got = {}
             for label, path in (("before", old), ("after", None)):
-                env = dict(os.environ)
-                env["PYTHONPATH"] = os.pathsep.join(p for p in (path, ROOT) if p)
-                out = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.run", "--measure",
-                     json.dumps({"entry": entry, "workers": workers, "budget": budget})],
-                    cwd=tmp if path else ROOT, env=env, check=True, capture_output=True,
-                    text=True).stdout
-                got[label] = json.loads(out.strip().splitlines()[-1])
+                got[label] = measure_in_subprocess(entry, workers, budget, pythonpath=path,
+                                                   cwd=tmp if path else ROOT)
                 g = got[label]
                 log(f"[compare] {prof} {label} ({sha[:10] if path else 'this tree'}): "
                     f"{g['states']:,} states in {g['seconds']}s, ratio {g['ratio']}")
             b, a = got["before"], got["after"]
-            rows.append({"profile": prof, "before": b, "after": a,
+            rows.append({"id": prof, "before": b, "after": a,
                          "same_states": b["states"] == a["states"],
                          "same_verdicts": (b["violations"], b["allowed"], b["shortest"])
                          == (a["violations"], a["allowed"], a["shortest"]),
@@ -298,7 +314,7 @@ def render_md(doc: dict) -> str:
          "managers) run in the same process right after it (the best of its runs over 2 s): a "
          f"figure that does not depend on how fast or busy the machine is. Target (issue 13): "
          f"{TARGET_RATIO}. Memory per state = growth of the search process's peak RSS / distinct "
-         "states (the search runs in a forked child).", ""]
+         "states (each search runs in a fresh subprocess).", ""]
     if doc.get("configs"):
         L += ["## Pinned configurations", "",
               "Reduced = symmetry + POR; unreduced = neither, run in the same benchmark (a `>=` "
@@ -337,8 +353,9 @@ def render_md(doc: dict) -> str:
     h = doc.get("hypothesis")
     if h:
         L += ["", "## Hypothesis engine", "",
-              f"{h['config']} ({h['profile']}): {h['examples']} examples, {h['steps']:,} model "
-              f"steps (distinct action prefixes) in {h['seconds']} s: "
+              f"{h['config']} ({h['profile']}): {h['examples']} examples, {h['steps']:,} "
+              f"state-machine steps ({h['new_steps']:,} of them new action prefixes, run on the "
+              f"model; the others come from the engine's cache) in {h['seconds']} s: "
               f"**{h['examples_per_s']:,} examples/s, {h['steps_per_s']:,} steps/s**, "
               f"ratio {h['steps_ratio']} to the 2PC baseline "
               f"({h['baseline_states_per_s']:,.0f} states/s)."]
@@ -347,12 +364,12 @@ def render_md(doc: dict) -> str:
         L += ["", "## Before / after", "",
               f"The same measurement on commit `{c['before_commit'][:10]}` (before) and "
               f"`{c['after_commit'][:10]}` (after), one after the other in this run.", "",
-              "| profile | states | same states, verdicts | s before | s after | ratio before "
+              "| benchmark | states | same states, verdicts | s before | s after | ratio before "
               "| ratio after | speedup (ratio) | memory/state before | after |",
               "|---|---|---|---|---|---|---|---|---|---|"]
         for row in c["configs"]:
             b, a = row["before"], row["after"]
-            L.append(f"| {row['profile']} | {a['states']:,} | {row['same_states']}, "
+            L.append(f"| {row['id']} | {a['states']:,} | {row['same_states']}, "
                      f"{row['same_verdicts']} | {b['seconds']} | {a['seconds']} | {b['ratio']} | "
                      f"**{a['ratio']}** | {row['speedup']}x | {_mem(b['bytes_per_state'])} | "
                      f"{_mem(a['bytes_per_state'])} |")
@@ -426,7 +443,8 @@ def main(argv=None) -> int:
     if args.measure:
         m = json.loads(args.measure)
         e = m["entry"]
-        print(json.dumps(measure(_cfg(e, e["profile"]), m["workers"], m["budget"])))
+        print(json.dumps(measure(_cfg(e, e["profile"]), m["workers"], m["budget"],
+                                 m.get("max_states"))))
         return 0
     path = os.path.join(args.out, "benchmarks.json")
     if args.render_only:
@@ -454,11 +472,11 @@ def main(argv=None) -> int:
         if not args.quick:
             can = spec["canonical"]
             for prof in can["profiles"]:
-                cfg = _cfg(can, prof)
-                configs.append(bench_config(f"canonical-{prof.replace('spark-3.5-', '')}", cfg,
+                configs.append(bench_config(f"canonical-{prof.replace('spark-3.5-', '')}",
+                                            dict(can, profile=prof),
                                             args.workers, budgets, log))
         for e in spec.get("others", []):
-            configs.append(bench_config(e["id"], _cfg(e, e["profile"]), args.workers, budgets,
+            configs.append(bench_config(e["id"], e, args.workers, budgets,
                                         log))
         doc["configs"] = configs
     if "growth" in sections:

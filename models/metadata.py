@@ -14,6 +14,7 @@ later commit rewrites the manifest they are dropped, and the other entries becom
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .files import ContentFile, Pairs
 
@@ -134,10 +135,16 @@ class TableMetadata:
     def snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:
             return None
+        return self._by_id.get(snapshot_id)
+
+    @cached_property
+    def _by_id(self) -> dict[int, Snapshot]:
+        # cached on the instance (not a field: equality, hashing and digests are unchanged);
+        # the first snapshot of an id wins, as the linear search it replaces did
+        out: dict[int, Snapshot] = {}
         for snap in self.snapshots:
-            if snap.snapshot_id == snapshot_id:
-                return snap
-        return None
+            out.setdefault(snap.snapshot_id, snap)
+        return out
 
     @property
     def current(self) -> Snapshot | None:

@@ -105,8 +105,40 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
     return _expectation(profile, catalog, format_version, violation)
 
 
+_MEMO: dict = {}       # (rules, profile, catalog, format, what the rules read) -> Expectation
+
+
 def _expectation(profile: str, catalog: str, format_version: int, violation: Violation) -> Expectation:
-    for rule in load_rules():
+    """Memoised by what the rules read of the violation (its property, severity and the detail
+    keys some rule names): an exhaustive search asks the same question at thousands of states."""
+    rules = load_rules()
+    dkeys = _detail_keys(rules)
+    details = violation.details or {}
+    key = (id(rules), profile, catalog, format_version, violation.property, violation.severity,
+           tuple((k, repr(details[k])) if k in details else (k,) for k in dkeys))
+    got = _MEMO.get(key)
+    if got is None or got[0] is not rules:
+        if len(_MEMO) > 100_000:
+            _MEMO.clear()
+        got = _MEMO[key] = (rules, _expectation_of(rules, profile, catalog, format_version,
+                                                   violation))
+    return got[1]
+
+
+def _detail_keys(rules) -> tuple:
+    got = _DETAIL_KEYS.get(id(rules))
+    if got is None or got[0] is not rules:
+        keys = tuple(sorted({k for r in rules for k in (r.get("details") or {})}))
+        got = _DETAIL_KEYS[id(rules)] = (rules, keys)
+    return got[1]
+
+
+_DETAIL_KEYS: dict = {}
+
+
+def _expectation_of(rules, profile: str, catalog: str, format_version: int,
+                    violation: Violation) -> Expectation:
+    for rule in rules:
         if _matches(rule, profile, catalog, format_version, violation):
             return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
                                str(rule.get("trace", "")))

@@ -1,0 +1,73 @@
+"""The benchmark baseline and report (benchmarks/): counts and rendering, never timings."""
+
+import pickle
+
+from benchmarks import twophase
+from benchmarks.run import compute_targets, render_md
+
+
+def test_two_phase_commit_baseline_has_the_published_state_counts():
+    # TLA+ TwoPhase / Stateright's 2pc example: 288 distinct states with 3 resource managers
+    assert twophase.bfs(3)["states"] == 288
+    r = twophase.bfs(5)
+    assert r["states"] == 8832 and r["violations"] == 0   # TCConsistent holds
+
+
+def test_report_renders_every_section_from_a_document():
+    red = {"states": 10, "transitions": 20, "max_depth": 3, "seconds": 1.0,
+           "states_per_s": 10.0, "states_per_s_per_core": 10.0, "complete": True,
+           "stopped": None, "final_states": 2, "violations": ["isolation"], "allowed": [],
+           "shortest": {"isolation": 3}, "baseline_states_per_s": 100.0, "ratio": 0.1,
+           "peak_rss_growth_kb": 10, "bytes_per_state": 1024}
+    doc = {"machine": "m", "cores": 2, "python": "3.11", "date": "d", "workers": 1,
+           "configs": [{"id": "canonical-x", "config": "c 3w", "profile": "p", "workers": 1,
+                        "reduced": red, "unreduced": {"states": 50, "transitions": 80,
+                                                      "seconds": 2.0, "states_per_s": 25.0,
+                                                      "complete": True, "violations": []},
+                        "state_reduction": 5.0, "transition_reduction": 4.0,
+                        "reduction_is_lower_bound": False}],
+           "growth": {"profile": "p", "mix": ["delete"], "retries": 0, "max_states": 10,
+                      "cells": [dict(red, writers=2, ops=1, cut=True)]},
+           "hypothesis": {"config": "c", "profile": "p", "examples": 5, "steps": 50,
+                          "new_steps": 20, "seconds": 1.0, "examples_per_s": 5.0,
+                          "steps_per_s": 50.0, "baseline_states_per_s": 100.0,
+                          "steps_ratio": 0.5},
+           "compare": {"before_commit": "a" * 40, "after_commit": "b" * 40,
+                       "configs": [{"id": "x", "before": dict(red, ratio=0.05), "after": red,
+                                    "same_states": True, "same_verdicts": True,
+                                    "speedup": 2.0}]},
+           "corpus": []}
+    doc["targets"] = compute_targets(doc)
+    ratio_target = [t for t in doc["targets"] if "two-phase" in t["target"]]
+    assert ratio_target and ratio_target[0]["met"]
+    md = render_md(doc)
+    assert "**cut**" in md and "| x | 10 | True, True |" in md and "2.0x" in md
+    assert "1.0 KiB" in md
+
+
+def test_object_store_derivation_is_bookkeeping_only():
+    """A derived store remembers its base weakly (for incremental fingerprints); equality,
+    pickling and the fingerprint ignore it."""
+    from icecheck.engines.config import mix_config
+    from icecheck.engines.symmetry import Fingerprinter
+    from icecheck.models.store import ObjectStore
+    from icecheck.traces.execute import model_for
+
+    cfg = mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), 1)
+    model = model_for(cfg)
+    s = model.initial()
+    path = [s]                       # keeps every base alive: the incremental path is taken
+    for _ in range(6):
+        acts = model.actions(s)
+        if not acts:
+            break
+        s = model.step(s, acts[0])
+        path.append(s)
+    store = s.store
+    flat = ObjectStore(dict(store._objects), store.deleted)      # no base: a full pass
+    assert store._base is not None and store._base() is not None and flat == store
+    fp, fresh = Fingerprinter(cfg), Fingerprinter(cfg)
+    for p in fp.perms:
+        assert fp.store_digest(store, p) == fresh.store_digest(flat, p)
+    back = pickle.loads(pickle.dumps(store))
+    assert back == store and back._base is None
