@@ -20,7 +20,7 @@ MUST_HOLD, ALLOWED, KNOWN_FINDING = "must_hold", "allowed", "known_finding"
 STATUSES = (MUST_HOLD, ALLOWED, KNOWN_FINDING)
 TABLE_PATH = os.path.join(os.path.dirname(__file__), "expectations.yaml")
 CONDITIONS = ("property", "profile", "isolation", "catalog", "format_version", "severity",
-              "details")
+              "details", "mixed")
 DEFAULT_REASON = "No rule allows it: the property must hold for this profile, catalog and format."
 
 
@@ -56,6 +56,11 @@ def load_rules(path: str = TABLE_PATH) -> tuple[dict, ...]:
         for p in _as_list(r.get("property", [])):
             if p not in PROPERTIES:
                 raise ctx.fail(f"rule {i + 1}: unknown property {p!r}", r, "property")
+        if "mixed" in r and ("profile" in r or "isolation" in r
+                             or not all(isinstance(g, str) for g in _as_list(r["mixed"]))
+                             or len(_as_list(r["mixed"])) < 2):
+            raise ctx.fail(f"rule {i + 1}: 'mixed' lists 2 or more profile globs (one per engine "
+                           f"of a mixed run) and replaces 'profile'/'isolation'", r, "mixed")
         for fv in _as_list(r.get("format_version", [])):
             if isinstance(fv, bool) or not isinstance(fv, int):
                 raise ctx.fail(f"rule {i + 1}: format_version must be an integer", r,
@@ -71,7 +76,16 @@ def _isolation_of(profile: str) -> str | None:
         return None
 
 
-def _matches(rule: dict, profile: str, catalog: str, fv: int, v: Violation) -> bool:
+def _matches(rule: dict, profile, catalog: str, fv: int, v: Violation) -> bool:
+    """``profile`` is a name, or for a rule with ``mixed`` the tuple of a mixed run's
+    profiles: each glob of ``mixed`` must match one of them (a mixed rule never matches a
+    single-profile run, nor a plain rule a tuple)."""
+    if "mixed" in rule:
+        if not isinstance(profile, tuple) or not all(
+                any(fnmatch.fnmatchcase(p, g) for p in profile) for g in _as_list(rule["mixed"])):
+            return False
+    elif not isinstance(profile, str):
+        return False
     if "property" in rule and v.property not in _as_list(rule["property"]):
         return False
     if "profile" in rule and not any(fnmatch.fnmatchcase(profile, p)
@@ -98,8 +112,14 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
     """The expectation of ``violation``. ``profile`` is one profile name, or a tuple of the
     profiles of a mixed-engine run: then the strictest of their expectations holds, so an
     anomaly one engine permits (say, snapshot isolation) is still judged against the writers
-    whose engines promise more."""
+    whose engines promise more. A rule naming the run's engines (``mixed:``) comes first: a
+    finding confirmed on those engines together."""
     if isinstance(profile, (tuple, list)):
+        profile = tuple(profile)
+        for rule in load_rules():
+            if "mixed" in rule and _matches(rule, profile, catalog, format_version, violation):
+                return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
+                                   str(rule.get("trace", "")))
         found = [_expectation(p, catalog, format_version, violation) for p in profile]
         return min(found, key=lambda e: _STRICTNESS.get(e.status, 0))
     return _expectation(profile, catalog, format_version, violation)

@@ -69,6 +69,25 @@ def test_catalog_and_format_rules():
     assert expectation("no-validation", "cas", 2, v("isolation", anomaly="G1c")).status == "must_hold"
 
 
+def test_mixed_rules_name_the_engines_of_a_mixed_run(tmp_path):
+    """A ``mixed:`` rule judges only a run on those engines together (before the strictest of
+    the writers' own expectations); it never applies to one engine alone."""
+    dup = v("duplicate_keys", inserted_concurrently=True, involves_concurrent_insert=True)
+    spark, py = "spark-3.5-cow-serializable", "pyiceberg-0.12-serializable"
+    e = expectation((py, spark), "cas", 2, dup)
+    assert e.status == "known_finding" and "mixed-spark-merge-pyiceberg" in e.trace
+    assert expectation(spark, "cas", 2, dup).status == "must_hold"      # Spark alone validates
+    # other pairs: the strictest of the writers' expectations, as before
+    assert expectation((spark, "no-validation"), "cas", 2, dup).status == "must_hold"
+    assert expectation((py, spark), "cas", 2, v("undelete")).status == "must_hold"
+    bad = tmp_path / "t.yaml"
+    bad.write_text("rules:\n  - property: undelete\n    mixed: [spark-*]\n"
+                   "    status: allowed\n    reason: r\n")
+    from icecheck.scenarios.errors import InputError
+    with pytest.raises(InputError, match="'mixed' lists 2 or more"):
+        load_rules(str(bad))
+
+
 def test_split_expected():
     vs = [v("undelete"), v("isolation", anomaly="G2-item")]
     un, allowed = split_expected("spark-3.5-cow-snapshot", "cas", 2, vs)

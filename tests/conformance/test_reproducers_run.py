@@ -50,3 +50,18 @@ def test_spark_insert_only_merge_duplicates():
     out = _run("spark_insert_only_merge_duplicates.py",
                {"ICEBERG_SPARK_JARS": ",".join(classpath())})
     assert "both insert-only MERGEs inserted id 2" in out
+
+
+def test_mixed_spark_merge_pyiceberg_upsert_duplicate():
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+    try:
+        get_target("spark").ready()
+        get_target("pyiceberg").ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"Spark or PyIceberg unavailable: {e}")
+    if not os.path.exists("/usr/share/java/sqlite-jdbc.jar"):
+        pytest.skip("the SQLite JDBC driver (libxerial-sqlite-jdbc-java) is not installed")
+    from icecheck.conformance.spark_session import classpath
+    out = _run("mixed_spark_merge_pyiceberg_upsert_duplicate.py",
+               {"ICEBERG_SPARK_JARS": ",".join(classpath())})
+    assert "both inserted id 2" in out
