@@ -707,3 +707,107 @@ def attach_traces(res: Result) -> None:
             except ValueError:
                 # e.g. minimize_config found the violation depends on an idle writer's presence
                 v.trace = None
+
+
+# -- searches from a given state ------------------------------------------------------------
+# The explorer ("find a path to...") and the counterexample pages ("when did the anomaly become
+# inevitable?") ask questions about the states reachable from ONE state of a trace, with a goal
+# that is a plain predicate. They use these two functions (one per strategy) rather than their
+# own loops; the model's ``actions``/``step`` and ``models.system.digest`` are the only inputs.
+
+@dataclass
+class FromState:
+    """The answer of a search from a state: ``found`` (the shortest action list to a goal
+    state for ``shortest_path``; whether every completion reaches the goal for ``inevitable``,
+    ``None`` when a bound cut the search), ``explored`` distinct states, ``capped`` whether a
+    bound (states, depth or time) cut the search."""
+    found: object
+    explored: int
+    capped: bool
+
+
+def shortest_path(model: Model, start: State, goal: Callable[[State], bool], *,
+                  max_states: int = 20000, max_depth: int = 60,
+                  time_budget: float | None = None) -> FromState:
+    """Breadth-first search from ``start`` to the nearest state satisfying ``goal`` (fewest
+    actions), states deduplicated by digest. ``found`` is the list of actions or None. The
+    optional ``time_budget`` (seconds) is for interactive callers (the explorer's server);
+    tests and reports bound by ``max_states``/``max_depth`` only."""
+    from collections import deque
+
+    if goal(start):
+        return FromState([], 1, False)
+    deadline = time.monotonic() + time_budget if time_budget else None
+    k0 = S.digest(start)
+    parents: dict[str, tuple[str | None, Action | None]] = {k0: (None, None)}
+    queue = deque([(start, k0, 0)])
+    capped = False
+    while queue:
+        state, key, depth = queue.popleft()
+        if depth >= max_depth:
+            capped = True
+            continue
+        for a in model.actions(state):
+            nxt = model.step(state, a)
+            k = S.digest(nxt)
+            if k in parents:
+                continue
+            parents[k] = (key, a)
+            if goal(nxt):
+                path: list[Action] = []
+                cur: str | None = k
+                while cur is not None:
+                    cur, act = parents[cur]
+                    if act is not None:
+                        path.append(act)
+                path.reverse()
+                return FromState(path, len(parents), False)
+            if len(parents) >= max_states or (deadline and time.monotonic() > deadline):
+                return FromState(None, len(parents), True)
+            queue.append((nxt, k, depth + 1))
+    return FromState(None, len(parents), capped)
+
+
+def inevitable(model: Model, start: State, goal: Callable[[State], bool], *,
+               max_states: int = 20000, memo: dict[str, bool] | None = None) -> FromState:
+    """Whether EVERY maximal run from ``start`` passes through a state satisfying ``goal``
+    (CTL's AF goal), by depth-first search with a verdict per state digest. A run ends when no
+    action is enabled; a run that revisits a state on its own path without meeting the goal
+    could loop forever, so it counts as escaping. ``found`` is True/False, or None when more
+    than ``max_states`` distinct states would have to be seen. ``memo`` may be shared between
+    calls on states of one trace (a later state's verdict answers for an earlier one's
+    successor)."""
+    memo = {} if memo is None else memo
+    seen_before = len(memo)
+    on_path: set[str] = set()
+
+    class _Cut(Exception):
+        pass
+
+    def visit(state: State, key: str) -> bool:
+        if key in memo:
+            return memo[key]
+        if key in on_path:
+            return False
+        if goal(state):
+            memo[key] = True
+            return True
+        if len(memo) - seen_before + len(on_path) >= max_states:
+            raise _Cut
+        acts = model.actions(state)
+        on_path.add(key)
+        verdict = bool(acts)
+        for a in acts:
+            nxt = model.step(state, a)
+            if not visit(nxt, S.digest(nxt)):
+                verdict = False
+                break
+        on_path.discard(key)
+        memo[key] = verdict
+        return verdict
+
+    try:
+        found = visit(start, S.digest(start))
+    except _Cut:
+        return FromState(None, len(memo) - seen_before, True)
+    return FromState(found, len(memo) - seen_before, False)

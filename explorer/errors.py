@@ -1,4 +1,4 @@
-"""The explorer's one error, shared by the session and its path search (explorer/bfs.py) so
+"""The explorer's one error, shared by the session and its path-search goals (explorer/goals.py) so
 that neither imports the other."""
 
 

@@ -29,7 +29,7 @@ from icecheck.engines.config import ExploreConfig
 from icecheck.scenarios.errors import InputError
 
 from . import render
-from .bfs import ANY, VALIDATIONS
+from .goals import ANY, VALIDATIONS
 from .session import Session, SessionError
 
 HOST = "127.0.0.1"
@@ -313,6 +313,17 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
         s.save_trace(target)
         return redirect(page_url(config_id, s.full_path, s.at, saved=target), code=303)
 
+    inevitable_memo: dict[tuple, object] = {}
+
+    def inevitable_of(config_id: str, s: Session):
+        """The path's inevitable step (searched once per path; a few paths kept)."""
+        key = (config_id, tuple(s.full_path))
+        if key not in inevitable_memo:
+            if len(inevitable_memo) >= 64:
+                inevitable_memo.pop(next(iter(inevitable_memo)))
+            inevitable_memo[key] = s.inevitable(max_states=SEARCH_MAX_STATES // 4)
+        return inevitable_memo[key]
+
     def render_page(config_id: str, s: Session, notice: str | None, bad: bool):
         from icecheck.properties import PROPERTIES
 
@@ -322,10 +333,17 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
                     "url": page_url(config_id, full, s.at + 1) if a == nxt
                     else page_url(config_id, s.path + [a])}
                    for a in s.actions()]
+        certain = inevitable_of(config_id, s)
+        mark = certain[1].step if certain else None
         steps = [{"k": k, "action": full[k - 1] if k else "init",
                   "url": page_url(config_id, full, k),
-                  "cls": "here" if k == s.at else ("ahead" if k > s.at else "")}
+                  "cls": " ".join(c for c in ("here" if k == s.at else ("ahead" if k > s.at else ""),
+                                              "inevitable" if k == mark else "") if c)}
                  for k in range(len(full) + 1)]
+        why = None
+        if certain:
+            why = {"property": certain[0], "text": certain[1].text(len(full)), "step": mark,
+                   "url": page_url(config_id, full, mark) if mark is not None else None}
         goals = ([("property:" + ANY, "a violation of any property")]
                  + [("property:" + p, f"a violation of {p}") for p in PROPERTIES]
                  + [("validation:" + ANY, "a failed validation (any check)")]
@@ -339,7 +357,7 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
             here_url=page_url(config_id, full, s.at),
             download_url="/trace.json?" + urlencode({"config": config_id,
                                                      "path": SEP.join(s.path)}),
-            path_text=SEP.join(s.path), save_dir=app.config["ICX"]["save_dir"], token=token,
+            why=why, path_text=SEP.join(s.path), save_dir=app.config["ICX"]["save_dir"], token=token,
             cfg=s.config)
 
     return app

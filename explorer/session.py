@@ -318,7 +318,9 @@ class Session:
         is violated ("any": any property), or where a ``validation`` fails (an operation ends
         ``validation_failed`` with that ``OpRecord.check``; "any": any check). When found, the
         path is loaded (the steps ahead are replaced) and the cursor moves to its end."""
-        from .bfs import find, property_goal, validation_goal
+        from icecheck.engines.explicit import shortest_path
+
+        from .goals import property_goal, validation_goal
 
         if (property is None) == (validation is None):
             raise SessionError("find_path needs exactly one of property=... or validation=...")
@@ -326,8 +328,9 @@ class Session:
             goal, what = property_goal(self, property)
         else:
             goal, what = validation_goal(self, validation)
-        found, explored, capped = find(self.model, self.state, goal, max_states=max_states,
-                                       max_depth=max_depth, time_budget=time_budget)
+        r = shortest_path(self.model, self.state, goal, max_states=max_states,
+                          max_depth=max_depth, time_budget=time_budget)
+        found, explored, capped = r.found, r.explored, r.capped
         if found is None:
             limit = " (search cut by its bounds)" if capped else " (every reachable state seen)"
             result = FindResult(False, what, [], explored,
@@ -347,6 +350,24 @@ class Session:
                                  f"explored"))
         self.last_find = result
         return result
+
+    def inevitable(self, property: str | None = None, *, max_states: int = 5000):
+        """(property, ``traces.inevitable.Inevitable``) for the whole path (including the steps
+        ahead): the earliest step after which every completion violates ``property`` (default:
+        the first property violated at the end of the path), or None when the end violates
+        nothing."""
+        from icecheck.traces.execute import Run
+        from icecheck.traces.inevitable import inevitable_step
+
+        end = self._states[-1]
+        if property is None:
+            found = self.violations(end)
+            if not found:
+                return None
+            property = found[0].property
+        run = Run(self.model, list(self._actions), list(self._states))
+        return property, inevitable_step(self.model, run, property, self.config.key,
+                                         max_states=max_states)
 
     # -- traces -------------------------------------------------------------------------------
     def trace(self, property: str | None = "auto", trace_id: str = "", title: str = "") -> dict:

@@ -68,7 +68,7 @@ def row_key(c: dict) -> tuple:
 def write_traces(results: list[dict], out: str) -> dict[tuple[str, str], str]:
     """Write every finding's trace (JSON, corpus format) and its timeline page; return
     {(cell id, property): page path relative to ``out``}."""
-    from icecheck.traces.timeline import render_text
+    from icecheck.traces.timeline import build_timeline, render_text
 
     tdir = os.path.join(out, "traces")
     os.makedirs(tdir, exist_ok=True)
@@ -83,17 +83,19 @@ def write_traces(results: list[dict], out: str) -> dict[tuple[str, str], str]:
             hpath = os.path.join(tdir, name + ".html")
             write_trace(jpath, doc)
             if not os.path.exists(hpath) or os.path.getmtime(hpath) < os.path.getmtime(jpath):
-                write_atomic(hpath, trace_page(r, f, doc, render_text(doc), _svg(doc)))
+                tl = build_timeline(doc)
+                write_atomic(hpath, trace_page(r, f, doc, render_text(doc, tl=tl), _svg(doc, tl),
+                                               tl.inevitable, tl.why))
             pages[(r["id"], f["property"])] = f"traces/{name}.html"
     return pages
 
 
-def _svg(doc: dict) -> str | None:
+def _svg(doc: dict, tl=None) -> str | None:
     import shutil
     if shutil.which("dot") is None:
         return None
     from icecheck.traces.timeline import render_graph
-    svg = render_graph(doc).pipe(format="svg").decode("utf-8")
+    svg = render_graph(doc, tl).pipe(format="svg").decode("utf-8")
     start = svg.find("<svg")
     return svg[start:] if start >= 0 else svg
 
@@ -115,7 +117,8 @@ def _templates():
 _ENV = None
 
 
-def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None) -> str:
+def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None,
+               inevitable: int | None = None, why: str = "") -> str:
     from urllib.parse import urlencode
 
     from icecheck.traces.format import trace_id
@@ -124,11 +127,17 @@ def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None) -> str:
     actions = list(doc.get("actions") or [])
     tid = trace_id(doc, name + ".json")
     # The explorer picks its port at start-up, so the page gives the command and the path of
-    # the URL at the last step (the state that violates) and at the step before it.
-    steps = [(k, "/?" + urlencode({"config": tid, "path": "~".join(actions), "at": str(k)}))
-             for k in sorted({max(len(actions) - 1, 0), len(actions)})]
+    # the URL at the step where the anomaly became inevitable, the step before the last and the
+    # last (the state that violates).
+    marks = {max(len(actions) - 1, 0): "", len(actions): "the violating state"}
+    if inevitable is not None:
+        marks[inevitable] = ("from here the anomaly is inevitable" if inevitable != len(actions)
+                             else "the violating state; only here is the anomaly inevitable")
+    steps = [(k, "/?" + urlencode({"config": tid, "path": "~".join(actions), "at": str(k)}),
+              marks[k]) for k in sorted(marks)]
     return _templates().get_template("trace.html").render(
-        r=r, c=r["cell"], f=f, doc=doc, text=text, svg=svg, name=name, explorer_steps=steps)
+        r=r, c=r["cell"], f=f, doc=doc, text=text, svg=svg, name=name, explorer_steps=steps,
+        why=why)
 
 
 # -- plots (inline SVG) --------------------------------------------------------------------

@@ -382,3 +382,23 @@ def test_cli_argument_errors_exit_2():
     assert p.returncode == 2 and "bad trace" in p.stderr
     p = icecheck("explore", "--interactive", "--profile", "spark-9")
     assert p.returncode == 2
+
+
+def test_the_page_marks_the_step_where_the_anomaly_became_inevitable():
+    """Loaded from the undelete trace, the explorer computes (with the engines' search from
+    each state of the path) that the DELETE was doomed once w1's UPDATE committed (step 4),
+    marks that step in the path and links to it."""
+    import html
+
+    from icecheck.explorer.server import create_app
+
+    trace = os.path.join(ROOT, "traces", "undelete-v2-mor-snapshot.json")
+    s = Session.from_trace(trace)
+    prop, found = s.inevitable()
+    assert prop == "undelete" and found.step == 4
+    client = create_app(trace=trace).test_client()
+    page = client.get("/", follow_redirects=True).get_data(as_text=True)
+    assert 'id="inevitable"' in page and "after step 4" in page
+    link = html.unescape(page.split('id="inevitable"')[1].split('href="')[1].split('"')[0])
+    assert "at=4" in link and client.get(link).status_code == 200
+    assert 'class="ahead inevitable"' in page

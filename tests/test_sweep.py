@@ -159,8 +159,10 @@ def test_reports_without_spark(tmp_path):
 
 
 def test_trace_page_opens_in_the_explorer_at_the_violating_step(tmp_path):
-    """A sweep trace page names the explorer command and the URL paths of its last steps; those
-    paths load in the explorer started on that trace, and the last one shows the violation."""
+    """A sweep trace page names the explorer command and the URL paths of the step where the
+    anomaly became inevitable (computed by searching every completion) and of its last steps;
+    those paths load in the explorer started on that trace, and the last one shows the
+    violation."""
     import html as html_mod
     import re
 
@@ -175,10 +177,12 @@ def test_trace_page_opens_in_the_explorer_at_the_violating_step(tmp_path):
     text = page.read_text()
     assert "icecheck explore --interactive --trace traces/" in text
     urls = [html_mod.unescape(u) for u in re.findall(r'<code class="wrap">([^<]+)</code>', text)]
-    assert len(urls) == 2
+    assert len(urls) == 3
+    assert "at=4" in urls[0] and "(from here the anomaly is inevitable)" in text
+    assert 'id="inevitable"' in text and "after step 4" in text
     client = create_app(trace=str(page.with_suffix(".json"))).test_client()
     pages = [client.get(u) for u in urls]
-    assert [p.status_code for p in pages] == [200, 200]
+    assert [p.status_code for p in pages] == [200, 200, 200]
     violated = 'class="prop violated status-known_finding" data-property="undelete"'
     assert violated in pages[-1].get_data(as_text=True)       # the violating state
     assert violated not in pages[0].get_data(as_text=True)    # one step before: not yet

@@ -29,6 +29,8 @@ class Timeline:
     rows: list[tuple[int, StepEvent]]  # (step number, event)
     end: str                           # the table after the last action
     verdict: list[str]                 # lines for the bottom
+    inevitable: int | None = None      # the step after which the anomaly was certain
+    why: str = ""                      # that, in words (traces/inevitable.py)
 
 
 def build_timeline(doc: dict) -> Timeline:
@@ -52,20 +54,33 @@ def build_timeline(doc: dict) -> Timeline:
     for w, outs in doc["verdict"]["outcomes"].items():
         if outs:
             verdict.append(f"{w}: {', '.join(outs)}")
+    inev, why = None, ""
+    if doc["property"]:
+        from .inevitable import inevitable_step
+        found = inevitable_step(model, run, doc["property"], cfg.key)
+        inev, why = found.step, found.text(len(run.actions))
+        verdict.append(f"{doc['property']} {why}")
     meta = cfg
     title = doc.get("title") or doc.get("id") or "trace"
     if meta.profile not in title:
         title += f"  ({meta.profile}, {meta.catalog}, v{meta.format_version})"
     return Timeline(title, writers, table_text(model, cfg.key, run.states[0], "shows"),
-                    list(enumerate(events, 1)), table_text(model, cfg.key, run.final), verdict)
+                    list(enumerate(events, 1)), table_text(model, cfg.key, run.final), verdict,
+                    inev, why)
 
 
-def render_text(doc: dict, width: int = COLUMN) -> str:
-    tl = build_timeline(doc)
+MARK = "==== from here the anomaly is inevitable ===="
+
+
+
+def render_text(doc: dict, width: int = COLUMN, tl: Timeline | None = None) -> str:
+    tl = tl or build_timeline(doc)
     cols = tl.writers + ["table"]
     lines = [tl.title, "start: " + tl.start, ""]
     header = "step  " + "".join(c.ljust(width) for c in cols)
     lines += [header.rstrip(), "-" * len(header.rstrip())]
+    if tl.inevitable == 0:
+        lines.append("      " + MARK)
     for n, e in tl.rows:
         cells = []
         for c in tl.writers:
@@ -76,9 +91,11 @@ def render_text(doc: dict, width: int = COLUMN) -> str:
             prefix = f"{n:>4}  " if k == 0 else "      "
             line = prefix + "".join((c[k] if k < len(c) else "").ljust(width) for c in cells)
             lines.append(line.rstrip())
+        if n == tl.inevitable:
+            lines.append("      " + MARK)
     lines.append("")
     lines.append("end: " + tl.end)
-    lines += tl.verdict
+    lines += [w for v in tl.verdict for w in textwrap.wrap(v, 100, subsequent_indent="  ")]
     return "\n".join(lines) + "\n"
 
 
@@ -86,11 +103,12 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_graph(doc: dict):
-    """A ``graphviz.Digraph``: a grid with a column per writer and a row per step."""
+def render_graph(doc: dict, tl: Timeline | None = None):
+    """A ``graphviz.Digraph``: a grid with a column per writer and a row per step; the step
+    after which the anomaly was inevitable is drawn in orange."""
     import graphviz
 
-    tl = build_timeline(doc)
+    tl = tl or build_timeline(doc)
     g = graphviz.Digraph("timeline", graph_attr={"rankdir": "TB", "nodesep": "0.3",
                                                   "ranksep": "0.25", "label": _esc(tl.title),
                                                   "labelloc": "t", "fontname": "Helvetica"},
@@ -107,13 +125,16 @@ def render_graph(doc: dict):
     for n, e in tl.rows:
         with g.subgraph() as s:
             s.attr(rank="same")
-            s.node(f"step_{n}", str(n), shape="plaintext", style="")
+            certain = n == tl.inevitable
+            s.node(f"step_{n}", f"{n}\ninevitable\nfrom here" if certain else str(n),
+                   shape="plaintext", style="", fontcolor="darkorange" if certain else "black")
             for c in cols:
                 name = f"{c}_{n}"
                 if c == e.writer:
                     bad = any(x in e.short for x in ("FAILED", "UNKNOWN", "CRASH"))
                     s.node(name, "\n".join(textwrap.wrap(e.short, 30)),
-                           color="red" if bad else "black")
+                           color="red" if bad else ("darkorange" if certain else "black"),
+                           penwidth="2" if certain else "1")
                 elif c == "table" and e.table:
                     s.node(name, e.table, shape="note", style="", color="blue")
                 else:
@@ -122,7 +143,7 @@ def render_graph(doc: dict):
             g.edge(prev[c], f"{c}_{n}", style="invis" if c in ("step", "table") else "solid",
                    arrowhead="none", weight="100", color="gray")
             prev[c] = f"{c}_{n}"
-    g.node("verdict", "\n".join(tl.verdict) + "\n" + "\n".join(textwrap.wrap("end: " + tl.end, 60)),
+    g.node("verdict", "\n".join(w for v in tl.verdict for w in textwrap.wrap(v, 80)) + "\n" + "\n".join(textwrap.wrap("end: " + tl.end, 60)),
            shape="box", style="", color="red" if doc["property"] else "darkgreen")
     for c in cols + ["step"]:
         g.edge(prev[c], "verdict", style="invis")
