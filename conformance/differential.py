@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from icecheck.models.table import Schema, TableConfig
 from icecheck.models.transforms import parse_partition_spec
 from icecheck.scenarios.errors import InputError
+from icecheck.scenarios.format import BRANCH_KINDS
 
 from .compare import AGREE, ALLOWED, DISAGREE, ERROR, SKIPPED, Comparison, compare_scenario
 
@@ -226,6 +227,39 @@ def scenario_docs(draw) -> dict:
                               unique=True))
         steps.insert(at, {"commit": {"op": "expire_snapshots", "snapshots": sorted(picks)}})
 
+    # Branches and tags (models/refs.py), drawn after everything else for the same reason:
+    # some snapshot-producing operations commit to branch `dev` (created from main's head by
+    # the first of them, or by create_branch) or, refused, to tag `t1`; ref updates (create a
+    # branch or tag, fast-forward main to dev or dev to main) land anywhere, so they race the
+    # writers that begin before them ("Table metadata refresh is required").
+    if draw(st.integers(0, 2)) == 0:
+        producing = [s_ if "op" in s_ else s_["commit"] for s_ in steps
+                     if ("op" in s_ or isinstance(s_.get("commit"), dict))
+                     and (s_ if "op" in s_ else s_["commit"])["op"] in BRANCH_KINDS]
+        for op in producing[1:]:                      # the set-up append stays on main
+            if draw(st.integers(0, 2)) == 0:
+                op["branch"] = draw(st.sampled_from(("dev", "dev", "t1")))
+        for _ in range(draw(st.integers(1, 3))):
+            at = draw(st.integers(1, len(steps)))
+            commits_before = sum(1 for s_ in steps[:at] if "commit" in s_)
+            kind = draw(st.sampled_from(("create_branch", "create_tag", "fast_forward")))
+            if kind == "fast_forward":
+                name, to = draw(st.sampled_from((("main", "dev"), ("dev", "main"),
+                                                 ("main", "t1"))))
+                ref_op = {"op": kind, "name": name, "to": to}
+            else:
+                ref_op = {"op": kind, "name": "dev" if kind == "create_branch" else "t1"}
+                if draw(st.booleans()):
+                    ref_op["snapshot"] = draw(st.integers(1, max(1, commits_before)))
+            steps.insert(at, {"commit": ref_op})
+
+    # ReplacePartitions.validateAppendOnly (failAnyDelete), drawn last as well
+    for s_ in steps:
+        op = s_ if "op" in s_ else s_.get("commit")
+        if isinstance(op, dict) and op.get("op") == "replace_partitions" \
+                and draw(st.integers(0, 2)) == 0:
+            op.setdefault("validate", {})["append_only"] = True
+
     doc: dict[str, Any] = {"version": 1, "id": "random", "table": {
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}
     if spec:
@@ -242,6 +276,10 @@ def doc_features(doc: dict) -> list[str]:
         op = step["commit"] if isinstance(step.get("commit"), dict) else step
         if isinstance(op, dict) and "op" in op:
             kinds.add(op["op"])
+            if "branch" in op:
+                kinds.add("to_branch")
+            if (op.get("validate") or {}).get("append_only"):
+                kinds.add("append_only")
     return sorted(kinds)
 
 

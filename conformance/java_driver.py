@@ -86,6 +86,7 @@ _SWITCH_KINDS = {
     "deleted_files": (ROW_DELTA,),
     "files_exist": (DELETE_FILES,),
     "starting_sequence_number": (REWRITE,),
+    "append_only": (REPLACE_PARTITIONS,),
 }
 _FROM_SNAPSHOT_KINDS = (OVERWRITE, ROW_DELTA, REWRITE, REPLACE_PARTITIONS)
 _FILTER_KINDS = (OVERWRITE, ROW_DELTA)
@@ -726,6 +727,8 @@ class JavaWriter:
             u.validateNoConflictingData()
         if v.no_conflicting_deletes and kind in (OVERWRITE, REPLACE_PARTITIONS):
             u.validateNoConflictingDeletes()
+        if v.append_only and kind == REPLACE_PARTITIONS:
+            u.validateAppendOnly()
         if kind == ROW_DELTA:
             if v.no_conflicting_data_files:
                 u.validateNoConflictingDataFiles()

@@ -71,13 +71,16 @@ class Validations:
     # against its conflict filter even without a row filter (Java needs overwriteByRowFilter)
     deleted_data_files_by_filter: bool = field(default=False,
                                                metadata={"digest_omit_default": True})
+    # ReplacePartitions.validateAppendOnly(): failAnyDelete on both filter managers
+    append_only: bool = field(default=False, metadata={"digest_omit_default": True})
 
     def enabled(self) -> list[str]:
         """Names of the switches that are on, for reports and traces."""
         out = []
         for name in ("from_snapshot", "no_conflicting_data", "no_conflicting_deletes",
                      "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
-                     "files_exist", "starting_sequence_number", "deleted_data_files_by_filter"):
+                     "files_exist", "starting_sequence_number", "deleted_data_files_by_filter",
+                     "append_only"):
             if getattr(self, name):
                 out.append(name)
         if self.filter is not None:

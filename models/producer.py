@@ -264,6 +264,23 @@ def merge_duplicate_dvs(deletes: tuple[DeleteFile, ...], snapshot_id: int) -> tu
     return tuple(out)
 
 
+def _fail_any_delete(table: TableConfig, op: Operation, manifests, removed) -> None:
+    """ReplacePartitions.validateAppendOnly() -> MergingSnapshotProducer.failAnyDelete() sets
+    failAnyDelete on the data *and* the delete filter manager (MergingSnapshotProducer.java:172);
+    ManifestFilterManager.manifestHasDeletedFiles (ManifestFilterManager.java:460) then throws
+    DeleteException for any file it would remove: a data file of a replaced partition, but also
+    a delete file there (a position delete left behind by an earlier DeleteFiles) or one dropped
+    as older than every live data file. BaseReplacePartitions.apply (BaseReplacePartitions.java:
+    121) rethrows it as ValidationException "Cannot commit file that conflicts with existing
+    partition: <partitionToPath>" of that file (the model names the first in manifest order)."""
+    if not (op.validations.append_only and removed):
+        return
+    first = next(e.file for m in manifests for e in m.entries if e.is_live and e.file.path in removed)
+    where = str(PartitionSet(frozenset({first.partition}), tuple(f.name for f in table.spec.fields)))
+    raise ValidationFailed("append_only", "Cannot commit file that conflicts with existing "
+                                          f"partition: {where[1:-1]}")
+
+
 def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                      *, snapshot_id: int, writer_name: str, metadata_path: str,
                      starting_id: int | None, starting_sequence: int | None = None) -> Produced:
@@ -293,6 +310,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
                 or unpartitioned_replace or _row_filter_deletes(table, op, f))
 
     data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw)
+    _fail_any_delete(table, op, parent_data, removed_data)
     if op.missing_delete_paths_enabled:
         # ManifestFilterManager.validateRequiredDeletes: COMMA.join(...), no brackets, no spaces
         missing = sorted(delete_paths - removed_data)
@@ -340,6 +358,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     delete_manifests, removed_deletes = _filter_manifests(
         parent_deletes, delete_doomed, mw, opened=delete_manifest_opened)
+    _fail_any_delete(table, op, parent_deletes, removed_deletes)
     if op.missing_delete_paths_enabled:
         # Java sets failMissingDeletePaths on both the data and the delete filter managers.
         missing = sorted(remove_delete_paths - removed_deletes)

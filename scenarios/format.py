@@ -39,7 +39,7 @@ VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicti
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
                  "fail_missing_delete_paths", "validate_on_first_attempt",
-                 "deleted_data_files_by_filter"}
+                 "deleted_data_files_by_filter", "append_only"}
 PHASE_STEPS = ("write", "refresh", "validate", "write_metadata", "cas")
 EXPECT_KEYS = {"outcome", "message", "attempts", "sequence_number", "operation", "summary",
                "data_files", "delete_files"}
