@@ -267,8 +267,8 @@ def _judge(c: Comparison, plan: Plan, run: JavaRun) -> None:
             c.differences.append(f"{op.label}: {note}")
         elif op.snapshot is not None and j.snapshot is not None:
             # what the committed snapshot holds (docs/scenario-format.md, step expect)
-            for k in ("sequence_number", "operation", "summary"):
-                if op.snapshot[k] != j.snapshot[k]:
+            for k in ("sequence_number", "operation", "summary", "manifests"):
+                if op.snapshot.get(k) != j.snapshot.get(k):
                     c.differences.append(f"{op.label}: snapshot {k}: model {op.snapshot[k]}, "
                                          f"java {j.snapshot[k]}")
     c.java_live = (run.live_data_files, run.live_delete_files)

@@ -264,14 +264,22 @@ def scenario_docs(draw) -> dict:
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}
     if spec:
         doc["table"]["partition_spec"] = list(spec)
+    # manifest merging (MergeAppend and every merging producer, data and delete manifests),
+    # drawn last: a small commit.manifest.min-count-to-merge makes merges happen
+    if draw(st.integers(0, 3)) == 0:
+        doc["table"]["properties"] = {"commit.manifest.min-count-to-merge": draw(
+            st.integers(2, 4))}
     doc["files"] = files
     doc["steps"] = steps
     return doc
 
 
 def doc_features(doc: dict) -> list[str]:
-    """The operation kinds a scenario document uses, sorted (its features, for the report)."""
+    """The operation kinds a scenario document uses, sorted (its features, for the report),
+    with `to_branch`, `append_only` and `manifest_merge` for the switches that matter."""
     kinds = set()
+    if "commit.manifest.min-count-to-merge" in (doc.get("table", {}).get("properties") or {}):
+        kinds.add("manifest_merge")
     for step in doc.get("steps", []):
         op = step["commit"] if isinstance(step.get("commit"), dict) else step
         if isinstance(op, dict) and "op" in op:

@@ -297,8 +297,11 @@ class JavaTable:
             self.snapshot_order.append(snap.snapshotId())
             summary = {k: int(v) for k, v in dict(snap.summary()).items()
                        if k in _SUMMARY_KEYS}
+            io = table.io()
             out.append({"sequence_number": snap.sequenceNumber(),
-                        "operation": snap.operation(), "summary": summary})
+                        "operation": snap.operation(), "summary": summary,
+                        "manifests": [snap.dataManifests(io).size(),
+                                      snap.deleteManifests(io).size()]})
         return out
 
     def deleted_files(self) -> list[str]:

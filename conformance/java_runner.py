@@ -33,7 +33,7 @@ from icecheck.models import catalog as cat
 from icecheck.models import system as sm
 from icecheck.models.files import DV, DataFile, DeleteFile
 from icecheck.models.operations import REF_KINDS, Operation
-from icecheck.models.reads import live_file_paths
+from icecheck.models.reads import live_file_paths, manifest_counts
 from icecheck.models.system import Action, Model, ModelConfig
 from icecheck.models.table import TableConfig
 
@@ -133,7 +133,8 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
             if snap is not None:
                 ops[-1].snapshot = {"sequence_number": snap.sequence_number,
                                     "operation": snap.operation,
-                                    "summary": {k: v for k, v in snap.summary if v}}
+                                    "summary": {k: v for k, v in snap.summary if v},
+                                    "manifests": manifest_counts(state.store.archive(), snap)}
             # a ManageSnapshots ref update fails once anything committed after it began
             # (models/refs.py): the sequential driver commits it at that point and sees the same
             ref_update = rec.operation is not None and rec.operation.kind in REF_KINDS

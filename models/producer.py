@@ -222,7 +222,12 @@ def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter
 
 
 def _merge(manifests: list[Manifest], writer: _ManifestWriter, min_count: int) -> list[Manifest]:
-    """MergeManifests: with at least ``min_count`` manifests, merge them into one."""
+    """ManifestMergeManager.mergeGroup: with at least ``min_count`` manifests, merge them into
+    one. Java packs manifests into bins of ``commit.manifest.target-size-bytes`` (8 MB) by their
+    byte length first; the model has no byte sizes and keeps one bin (every table it runs stays
+    far below 8 MB), where Java's rule is "a bin holding the commit's first manifest is merged
+    once it has min-count-to-merge manifests" (ManifestMergeManager.java:153). Entries keep
+    their data sequence numbers (``ManifestWriter.add``/``existing`` preserve them)."""
     if len(manifests) < max(min_count, 2):
         return manifests
     entries = []
@@ -379,9 +384,13 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
             return m.added_snapshot_id == snapshot_id or m.has_added_or_existing
 
         data_list = new_data + [m for m in data_manifests if keep(m)]
-        if table.prop_bool("commit.manifest-merge.enabled"):
-            data_list = _merge(data_list, mw, int(table.prop("commit.manifest.min-count-to-merge")))
         delete_list = new_deletes + [m for m in delete_manifests if keep(m)]
+        if table.prop_bool("commit.manifest-merge.enabled"):
+            # MergingSnapshotProducer.java:989-990: data and delete manifests each through their
+            # own ManifestMergeManager, with the same min-count rule
+            min_count = int(table.prop("commit.manifest.min-count-to-merge"))
+            data_list = _merge(data_list, mw, min_count)
+            delete_list = _merge(delete_list, mw, min_count)
     mlist = ManifestList(f"snap-{snapshot_id}.avro", snapshot_id,
                          tuple(m.path for m in data_list + delete_list))
 

@@ -28,6 +28,15 @@ def manifests_of(store: Mapping, snapshot: Snapshot | None, content: str | None 
     return [m for m in out if content is None or m.content == content]
 
 
+def manifest_counts(store: Mapping, snapshot: Snapshot | None) -> list[int]:
+    """[data manifests, delete manifests] of ``snapshot``'s manifest list (what Java's
+    ``Snapshot.dataManifests(io).size()`` / ``deleteManifests(io).size()`` count), so that
+    manifest merging and dropped manifests can be compared with Java."""
+    ms = manifests_of(store, snapshot)
+    data = sum(1 for m in ms if m.content == DATA_MANIFEST)
+    return [data, len(ms) - data]
+
+
 def live_entries(store: Mapping, snapshot: Snapshot | None, content: str) -> list[ManifestEntry]:
     return [e for m in manifests_of(store, snapshot, content) for e in m.entries if e.is_live]
 

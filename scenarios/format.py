@@ -42,7 +42,7 @@ VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicti
                  "deleted_data_files_by_filter", "append_only"}
 PHASE_STEPS = ("write", "refresh", "validate", "write_metadata", "cas")
 EXPECT_KEYS = {"outcome", "message", "attempts", "sequence_number", "operation", "summary",
-               "data_files", "delete_files"}
+               "data_files", "delete_files", "manifests"}
 SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
                 "removed-delete-files")
 FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files", "rows",
@@ -76,6 +76,7 @@ class StepExpect:
     summary: tuple | None = None           # ((key, int), ...): these summary counts
     data_files: tuple[str, ...] | None = None    # live data files of that snapshot, sorted
     delete_files: tuple[str, ...] | None = None  # live delete files of that snapshot, sorted
+    manifests: tuple[int, int] | None = None     # (data manifests, delete manifests) it lists
 
 
 @dataclass(frozen=True)
@@ -593,6 +594,16 @@ def _step_expect(ctx: _Ctx, node: Any, parent: LineDict) -> StepExpect:
         if key in node:
             items = ctx.seq(node[key], key, node, key)
             extra[key] = tuple(sorted(str(x) for x in items))
+    if "manifests" in node:
+        mnode = ctx.mapping(node["manifests"], "manifests", node, "manifests")
+        ctx.keys(mnode, {"data", "deletes"}, "manifests")
+        counts = []
+        for k in ("data", "deletes"):
+            value = mnode.get(k, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ctx.fail(f"manifests.{k} must be a count, not {value!r}", mnode, k)
+            counts.append(value)
+        extra["manifests"] = tuple(counts)
     return StepExpect(outcome, None if message is None else str(message), **extra)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from icecheck.models import system as sm
 from icecheck.models.expire import missing_objects
-from icecheck.models.reads import live_file_paths, read_rows
+from icecheck.models.reads import live_file_paths, manifest_counts, read_rows
 from icecheck.models.system import Action, Model, ModelConfig, State, WriterProgram
 
 from .errors import InputError
@@ -32,13 +32,15 @@ class StepVerdict:
     summary: dict = field(default_factory=dict)
     data_files: list[str] = field(default_factory=list)
     delete_files: list[str] = field(default_factory=list)
+    manifests: list[int] | None = None   # [data manifests, delete manifests] of its snapshot
 
     def as_json(self) -> dict:
         return {"line": self.line, "writer": self.writer, "outcome": self.outcome,
                 "message": self.message, "check": self.check, "attempts": self.attempts,
                 "snapshot_id": self.snapshot_id, "sequence_number": self.sequence_number,
                 "operation": self.operation, "summary": self.summary,
-                "data_files": self.data_files, "delete_files": self.delete_files}
+                "data_files": self.data_files, "delete_files": self.delete_files,
+                "manifests": self.manifests}
 
 
 @dataclass
@@ -138,6 +140,7 @@ class _Run:
                 data, deletes = live_file_paths(archive, snap)
                 v.operation, v.summary = snap.operation, dict(snap.summary)
                 v.data_files, v.delete_files = list(data), list(deletes)
+                v.manifests = manifest_counts(archive, snap)
             self.verdicts.append(v)
             self.judge(step.expect, v, f"line {step.line} ({step.writer})")
         elif step.expect is not None and step.expect.outcome is not None:
@@ -162,6 +165,10 @@ class _Run:
                 got = v.summary.get(k, 0) if v.operation is not None else None
                 if got != want:
                     self.failures.append(f"{where}: expected summary {k} {want}, got {got}")
+        if expect.manifests is not None and (v.manifests is None
+                                             or tuple(v.manifests) != expect.manifests):
+            self.failures.append(f"{where}: expected manifests (data, deletes) "
+                                 f"{list(expect.manifests)}, got {v.manifests}")
         for key in ("data_files", "delete_files"):
             want = getattr(expect, key, None)
             if want is not None and (v.operation is None or tuple(getattr(v, key)) != want):
