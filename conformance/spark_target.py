@@ -11,6 +11,8 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
 * MERGE  -> ``MERGE INTO t USING (SELECT ... FROM VALUES ...) s ON t.k = s.k [AND <where>]
   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *``
 * MERGE_INSERT -> the same without the WHEN MATCHED clause (Spark plans it as an append)
+* OVERWRITE_PARTITIONS -> ``INSERT OVERWRITE t SELECT ..`` in dynamic partitionOverwriteMode;
+  OVERWRITE -> static ``INSERT OVERWRITE t [PARTITION (p = v)] SELECT ..`` (insert_overwrite_sql)
 * a raw ``append`` / ``fast_append`` of files with rows (a scenario's set-up commit, a trace's
   initial rows) -> INSERT of those rows, one statement per data file.
 
@@ -241,9 +243,64 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         src = _values_select(table, intent.rows, gate=gate)
         return [f"MERGE INTO {name} t USING ({src}) s ON {on} "
                 f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"]
-    if intent.kind in (COMPACT, OVERWRITE, OVERWRITE_PARTITIONS):
+    if intent.kind in (OVERWRITE, OVERWRITE_PARTITIONS):
+        return insert_overwrite_sql(name, table, intent, gate)
+    if intent.kind == COMPACT:
         raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL yet")
     raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL")
+
+
+def _static_partition(table, where) -> dict[str, Any] | None:
+    """``{column: value}`` when ``where`` is a conjunction of ``col = literal`` over identity
+    partition columns (what an INSERT OVERWRITE ... PARTITION (col = v) clause says), else None."""
+    identity = {f.source for f in table.spec.fields if f.transform.kind == "identity"}
+    out: dict[str, Any] = {}
+    stack = [where]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, And):
+            stack.extend((e.left, e.right))
+        elif isinstance(e, Cmp) and e.op == "=" and e.column in identity and e.column not in out:
+            out[e.column] = e.value
+        else:
+            return None
+    return out
+
+
+def insert_overwrite_sql(name: str, table, intent, gate: str | None) -> list[str]:
+    """Spark SQL's INSERT OVERWRITE, in the writer's own session (its own SQL conf):
+
+    * OVERWRITE_PARTITIONS -> ``spark.sql.sources.partitionOverwriteMode=dynamic`` and
+      ``INSERT OVERWRITE t SELECT ..``: Spark's OverwritePartitionsDynamic, which Iceberg commits
+      as SparkWrite.DynamicOverwrite (ReplacePartitions);
+    * OVERWRITE with no ``where`` -> mode ``static`` and ``INSERT OVERWRITE t SELECT ..``
+      (OverwriteByExpression(true)); with ``where`` equalities on identity partition columns ->
+      ``INSERT OVERWRITE t PARTITION (p = v, ..) SELECT <other columns> ..``: both commit as
+      SparkWrite.OverwriteByFilter (``overwriteByRowFilter``).
+
+    Neither validates from SQL: the isolation level and validate-from-snapshot-id are write
+    *options* (SparkWriteConf), which SQL does not set (SparkWrite.java:308-386, 1.10.2). The
+    gate sits in the source rows' WHERE, like MERGE's."""
+    names = table.schema.names
+    src = _values_select(table, intent.rows, gate=gate, hint="/*+ REPARTITION(1) */ ")
+    if intent.kind == OVERWRITE_PARTITIONS:
+        return ["SET spark.sql.sources.partitionOverwriteMode=dynamic",
+                f"INSERT OVERWRITE {name} {src}"]
+    if intent.where is None:
+        return ["SET spark.sql.sources.partitionOverwriteMode=static",
+                f"INSERT OVERWRITE {name} {src}"]
+    static = _static_partition(table, intent.where)
+    if static is None:
+        raise NotExpressible("an OVERWRITE whose filter is not equalities on identity partition "
+                             "columns has no INSERT OVERWRITE form")
+    types = table.schema.types()
+    for r in intent.rows:
+        if any(r[names.index(c)] != v for c, v in static.items()):
+            raise NotExpressible(f"OVERWRITE row {list(r)} lies outside its static partition")
+    spec = ", ".join(f"`{c}` = {sql_literal(v, types[c])}" for c, v in static.items())
+    rest = ", ".join(f"`{n}`" for n in names if n not in static)
+    return ["SET spark.sql.sources.partitionOverwriteMode=static",
+            f"INSERT OVERWRITE {name} PARTITION ({spec}) SELECT {rest} FROM ({src})"]
 
 
 # ----------------------------------------------------------------------------- model side

@@ -163,7 +163,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
                          validations=_validations(rule, profile, cmd, ()))
     if cmd.kind == OVERWRITE and not cow_overwrite:
         return Operation(ops.OVERWRITE, add_data=_group_files(table, list(cmd.rows), names),
-                         row_filter=cmd.where, validations=_validations(rule, profile, cmd, ()))
+                         row_filter=cmd.where if cmd.where is not None else TrueExpr(),
+                         validations=_validations(rule, profile, cmd, ()))
 
     if cmd.kind == DELETE and rule.metadata_delete:
         md = _metadata_delete(cmd, profile, table, store, snapshot)

@@ -71,6 +71,19 @@ def test_v3_prevents_undelete(spark_target):
     assert last.java_message.startswith("Found concurrently added DV for d1")
 
 
+@pytest.mark.parametrize("name, rows", [
+    ("spark-insert-overwrite-dynamic-replaces-concurrent-insert.yaml", [[3, "b"], [9, "a"]]),
+    ("spark-insert-overwrite-static-partition.yaml", [[7, "c"]]),
+])
+def test_insert_overwrite_commits_unvalidated(spark_target, name, rows):
+    """INSERT OVERWRITE (dynamic: ReplacePartitions; static: overwriteByRowFilter) validates
+    nothing from SQL and replaces what the partition holds at commit, a concurrent INSERT too."""
+    c = _scenario(spark_target, name)
+    _assert_agrees(c)
+    assert all(outcome == "committed" for _, outcome in _outcomes(c))
+    assert c.real_rows == rows
+
+
 # Row 0 is the bystander every generic exploration table starts with (engines/config.py).
 @pytest.mark.parametrize("trace, outcomes, rows", [
     ("undelete-v2-mor-snapshot.json",
