@@ -569,8 +569,11 @@ class JavaWriter:
             raise JavaDriverError(f"writer {self.name} has already begun")
         t = self.table
         jtable = t.load(self.catalog)
-        # SnapshotUtil.latestSnapshot: the head of the branch the operation commits to
-        base = t._ice.util.SnapshotUtil.latestSnapshot(jtable, op.branch or "main")
+        # SnapshotUtil.latestSnapshot(TableMetadata, branch): the head of the branch the
+        # operation commits to, main's head for a branch that does not exist yet (the parent
+        # SnapshotProducer.apply uses; the Table overload would give null there)
+        base = t._ice.util.SnapshotUtil.latestSnapshot(jtable.operations().current(),
+                                                        op.branch or "main")
         self.base_snapshot_id = base.snapshotId() if base is not None else None
         self.base_sequence_number = base.sequenceNumber() if base is not None else None
         self.operation = op

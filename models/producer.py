@@ -41,7 +41,11 @@ def operation_name(op: Operation, iceberg_version: tuple[int, int] = (1, 11)) ->
     if op.kind == ops.REPLACE_PARTITIONS:
         return OVERWRITE
     if op.kind == ops.OVERWRITE:
-        deletes = bool(op.delete_data) or op.row_filter is not None
+        # BaseOverwriteFiles.operation(): deletesDataFiles() is ManifestFilterManager.
+        # containsDeletes(), where a row filter `false` (deleteExpression == alwaysFalse()) is
+        # no delete (differential seed 4: `overwrite, row_filter: 'false'` is `overwrite`)
+        deletes = bool(op.delete_data) or (op.row_filter is not None
+                                           and not isinstance(op.row_filter, FalseExpr))
         adds = bool(op.add_data)
         if deletes and not adds:
             return DELETE

@@ -65,8 +65,10 @@ def update_refs(base: TableMetadata, op) -> tuple[int | None, tuple]:
         else:
             target = current
         if target is None or base.snapshot(target) is None:
-            # TableMetadata.Builder.setRef: "Cannot set %s to unknown snapshot: %s"
-            raise _fail(f"Cannot set {name} to unknown snapshot: {target}")
+            # TableMetadata.Builder.setRef: "Cannot set %s to unknown snapshot: %s"; an ordinal
+            # naming no snapshot (or no current snapshot) is id -1, as the Java driver passes it
+            raise _fail(f"Cannot set {name} to unknown snapshot: "
+                        f"{-1 if target is None else target}")
         return current, base.with_ref(name, BRANCH if op.kind == ops.CREATE_BRANCH else TAG,
                                       target)
     if op.kind == ops.FAST_FORWARD:
