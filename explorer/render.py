@@ -21,6 +21,7 @@ from icecheck.models.metadata import Manifest, ManifestList
 from icecheck.models.operations import JAVA_NAMES
 from icecheck.models.reads import read_rows
 from icecheck.models.system import Model, State, WriterState
+from icecheck.traces.evidence import file_text as _file_text
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
@@ -30,24 +31,6 @@ def esc(value: Any) -> str:
 
 
 # -- facts and the diff ------------------------------------------------------------------------
-def _rows_text(rows) -> str:
-    return ", ".join(repr(tuple(r)) for r in rows) if rows else "(none)"
-
-
-def _file_text(f) -> str:
-    if isinstance(f, DataFile):
-        if f.rows is None:
-            return f"data file, {f.record_count} row(s)"
-        return "data file: " + "; ".join(f"{i}: {tuple(r)!r}" for i, r in enumerate(f.rows))
-    if isinstance(f, DeleteFile):
-        if f.content == EQUALITY_DELETES:
-            return (f"equality deletes on ({', '.join(f.equality_columns)}): "
-                    + _rows_text(f.equality_rows))
-        kind = "deletion vector" if f.content == "dv" else "position deletes"
-        return f"{kind}: " + ", ".join(f"{p}@{pos}" for p, pos in f.positions)
-    return type(f).__name__
-
-
 def _intent_text(intent) -> str:
     if intent is None:
         return "-"

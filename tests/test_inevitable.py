@@ -51,3 +51,15 @@ def test_the_timeline_marks_the_step():
     mark = next(i for i, line in enumerate(lines) if MARK in line)
     assert "cas: committed snapshot 1001" in "\n".join(lines[mark - 2:mark])
     assert any("undelete inevitable after step 4" in line for line in lines)
+
+
+def test_the_timeline_names_what_each_delete_targets_and_the_cycle():
+    """The issue's example: w2's position delete targets the row w1 had already replaced, and the
+    live row w1 wrote is untouched; the G-single cycle is named."""
+    doc, *_ = _load("undelete-v2-mor-snapshot.json")
+    text = " ".join(render_text(doc).split())
+    assert ("w2-1-p1: position delete targeting s-d1@1 = (1, 'v0'), a row no longer live when "
+            "this commit landed (it removes nothing); the live row with id=1 is (1, 'w1.1') in "
+            "w1-1-d1@0, untouched") in text
+    assert "rows: (0, 'v0') in s-d1@0; (1, 'w1.1') in w1-1-d1@0" in text
+    assert "cycle G-single: w1.1 -ww id=1-> w2.1, w2.1 -rw id=1-> w1.1" in text

@@ -31,6 +31,8 @@ class Timeline:
     verdict: list[str]                 # lines for the bottom
     inevitable: int | None = None      # the step after which the anomaly was certain
     why: str = ""                      # that, in words (traces/inevitable.py)
+    evidence: str = ""                 # commits' files, delete targets, rows, dependencies
+    commits: dict | None = None        # step -> (files it added, rows after) for the SVG
 
 
 def build_timeline(doc: dict) -> Timeline:
@@ -60,13 +62,16 @@ def build_timeline(doc: dict) -> Timeline:
         found = inevitable_step(model, run, doc["property"], cfg.key)
         inev, why = found.step, found.text(len(run.actions))
         verdict.append(f"{doc['property']} {why}")
+    from .evidence import evidence_text, snapshot_evidence
+    commits = {k: (files, rows) for k, _, files, rows in snapshot_evidence(model, run, cfg.key)}
+    evidence = evidence_text(model, run, cfg.key)
     meta = cfg
     title = doc.get("title") or doc.get("id") or "trace"
     if meta.profile not in title:
         title += f"  ({meta.profile}, {meta.catalog}, v{meta.format_version})"
     return Timeline(title, writers, table_text(model, cfg.key, run.states[0], "shows"),
                     list(enumerate(events, 1)), table_text(model, cfg.key, run.final), verdict,
-                    inev, why)
+                    inev, why, evidence, commits)
 
 
 MARK = "==== from here the anomaly is inevitable ===="
@@ -96,6 +101,11 @@ def render_text(doc: dict, width: int = COLUMN, tl: Timeline | None = None) -> s
     lines.append("")
     lines.append("end: " + tl.end)
     lines += [w for v in tl.verdict for w in textwrap.wrap(v, 100, subsequent_indent="  ")]
+    lines.append("")
+    for v in tl.evidence.splitlines():
+        indent = " " * (len(v) - len(v.lstrip()))
+        lines += textwrap.wrap(v.lstrip(), 100, initial_indent=indent,
+                               subsequent_indent=indent + "    ")
     return "\n".join(lines) + "\n"
 
 
@@ -136,14 +146,19 @@ def render_graph(doc: dict, tl: Timeline | None = None):
                            color="red" if bad else ("darkorange" if certain else "black"),
                            penwidth="2" if certain else "1")
                 elif c == "table" and e.table:
-                    s.node(name, e.table, shape="note", style="", color="blue")
+                    files, rows = (tl.commits or {}).get(n, ([], []))
+                    detail = [w for t in files + (["rows: " + "; ".join(rows)] if rows else [])
+                              for w in textwrap.wrap(t, 48, subsequent_indent="  ")]
+                    s.node(name, "\n".join([e.table] + detail), shape="note", style="",
+                           color="blue", fontsize="9")
                 else:
                     s.node(name, "", shape="point", width="0.01", style="invis")
         for c in cols + ["step"]:
             g.edge(prev[c], f"{c}_{n}", style="invis" if c in ("step", "table") else "solid",
                    arrowhead="none", weight="100", color="gray")
             prev[c] = f"{c}_{n}"
-    g.node("verdict", "\n".join(w for v in tl.verdict for w in textwrap.wrap(v, 80)) + "\n" + "\n".join(textwrap.wrap("end: " + tl.end, 60)),
+    cycles = [line.strip() for line in tl.evidence.splitlines() if line.strip().startswith("cycle ")]
+    g.node("verdict", "\n".join(w for v in tl.verdict + cycles for w in textwrap.wrap(v, 80)) + "\n" + "\n".join(textwrap.wrap("end: " + tl.end, 60)),
            shape="box", style="", color="red" if doc["property"] else "darkgreen")
     for c in cols + ["step"]:
         g.edge(prev[c], "verdict", style="invis")
