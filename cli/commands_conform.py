@@ -7,7 +7,9 @@ or Java/jars/packages missing: install Java 17 and the conformance extras, or ru
 
 Targets (``conformance/targets.py``): ``java`` (Iceberg 1.10.2's Java core through py4j,
 docs/conformance-java.md), ``spark`` (Spark 3.5 SQL + Iceberg 1.10.2, docs/conformance-spark.md),
-``pyiceberg`` (PyIceberg 0.12; ``conformance/pyiceberg_target.py``). Each is a module with
+``pyiceberg`` (PyIceberg 0.12; ``conformance/pyiceberg_target.py``), ``mixed`` (one table
+written by real Spark and real PyIceberg on a shared catalog, writer by writer as each one's
+profile says; docs/conformance-mixed.md). Each is a module with
 ``NAME``, ``ready()``, ``compare_scenario`` and ``compare_trace``.
 """
 
@@ -60,7 +62,8 @@ def _fail_input(message: str) -> None:
     sys.exit(EXIT_INPUT)
 
 
-_LABELS = {"java": "Java", "spark": "Spark", "pyiceberg": "PyIceberg"}
+_LABELS = {"java": "Java", "spark": "Spark", "pyiceberg": "PyIceberg",
+           "mixed": "Spark + PyIceberg"}
 
 
 def _label(target: str, module=None) -> str:
@@ -92,7 +95,8 @@ def _java_ready() -> None:
 
 @main.command("conform")
 @click.argument("paths", nargs=-1)
-@click.option("--target", type=click.Choice(["java", "pyiceberg", "spark"]), default="java",
+@click.option("--target", type=click.Choice(["java", "pyiceberg", "spark", "mixed"]),
+              default="java",
               show_default=True,
               help="Real implementation to compare with: 'java' (Iceberg 1.10.2's Java core "
                    "through py4j), 'spark' (Spark 3.5 SQL + Iceberg 1.10.2; SQL-level scenarios "

@@ -365,6 +365,20 @@ class ModelRun:
     seconds: float
     profile: str | None = None
     verdict: object = None    # the scenario's Verdict (None for a trace)
+    writer_profiles: dict = dataclasses.field(default_factory=dict)   # writer -> own profile
+
+    def profile_of(self, writer: str) -> str | None:
+        return self.writer_profiles.get(writer) or self.profile
+
+    def mixed_reason(self, engine_prefix: str) -> str | None:
+        """Why a one-engine target cannot run this mixed-engine run (None: it can)."""
+        if not self.writer_profiles:
+            return None
+        profiles = {p for p in (self.profile, *self.writer_profiles.values()) if p}
+        if any(not p.startswith(engine_prefix) for p in profiles):
+            return (f"writers run on several engines ({', '.join(sorted(profiles))}): run it "
+                    f"with --target mixed")
+        return None
 
 
 def scenario_on_model(scenario, model_version: tuple[int, int] | None = None) -> ModelRun:
@@ -377,7 +391,7 @@ def scenario_on_model(scenario, model_version: tuple[int, int] | None = None) ->
     verdict, _state = execute_scenario(ms, config)
     seconds = time.perf_counter() - t0
     return ModelRun(scenario.id, config, [Action.parse(a) for a in verdict.actions], seconds,
-                    scenario.profile, verdict)
+                    scenario.profile, verdict, dict(getattr(scenario, "writer_profiles", {})))
 
 
 def trace_on_model(path: str, model_version: tuple[int, int] | None = None) -> ModelRun:
@@ -395,7 +409,8 @@ def trace_on_model(path: str, model_version: tuple[int, int] | None = None) -> M
         actions = [a if isinstance(a, Action) else Action.parse(str(a)) for a in doc["actions"]]
     except ValueError as e:
         raise InputError(str(e), path) from None
-    return ModelRun(tid, config, actions, 0.0, cfg.profile)
+    wp = {f"w{i}": p for i, p in enumerate(cfg.writer_profiles, 1) if p}
+    return ModelRun(tid, config, actions, 0.0, cfg.profile, None, wp)
 
 
 def compare_scenario(scenario, *, catalog: str | None = None,

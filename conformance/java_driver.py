@@ -762,6 +762,11 @@ class JavaWriter:
         if v.deleted_data_files_by_filter:
             problems.append("deleted_data_files_by_filter is PyIceberg behaviour (Java checks "
                             "deleted data files only for overwriteByRowFilter)")
+        dv_targets = [d.referenced_data_file for d in op.add_deletes if d.content == "dv"]
+        if len(dv_targets) != len(set(dv_targets)):
+            problems.append("two DVs of one data file in one commit: Java 1.10 reads and merges "
+                            "them (MergingSnapshotProducer.mergeDVs), and this driver's DVs are "
+                            "metadata-only (no Puffin bytes to read)")
         if v.fail_missing_delete_paths is not None:
             derived = Operation(kind, validations=_replace_fmdp(v))
             java_default = derived.missing_delete_paths_enabled

@@ -495,6 +495,9 @@ def compare_scenario(scenario, *, allowlist: list[AllowEntry] | None = None,
                           "(PyIceberg 0.12's ExpireSnapshots differs from Java's; the Java "
                           "target compares it)")
     run = scenario_on_model(scenario)
+    if run.mixed_reason("pyiceberg-"):
+        return Comparison(scenario.id, scenario.path, source, SKIPPED,
+                          run.mixed_reason("pyiceberg-"))
     config, actions, verdict, seconds = run.config, run.actions, run.verdict, run.seconds
     try:
         plan = build_plan(config, actions)
@@ -511,6 +514,8 @@ def compare_trace(path: str, *, allowlist: list[AllowEntry] | None = None, **_op
     """Rebuild the model from the trace's config, replay its actions, run them on PyIceberg."""
     run = trace_on_model(path)
     config, tid, actions = run.config, run.id, run.actions
+    if run.mixed_reason("pyiceberg-"):
+        return Comparison(tid, path, "trace", SKIPPED, run.mixed_reason("pyiceberg-"))
     if not str(run.profile).startswith("pyiceberg-"):
         return Comparison(tid, path, "trace", SKIPPED,
                           f"profile {run.profile!r} is not a PyIceberg profile (pyiceberg-0.12-*)")

@@ -61,6 +61,10 @@ def _gate_udf_factory(gate_dir: str):
     return icecheck_gate
 
 
+# Debian's libxerial-sqlite-jdbc-java (/work/shared/real-iceberg.md)
+SQLITE_JDBC_JAR = os.environ.get("ICECHECK_SQLITE_JDBC_JAR", "/usr/share/java/sqlite-jdbc.jar")
+
+
 def classpath() -> list[str]:
     """The runtime jar and the relocated Jackson jar (pyspark ships the rest)."""
     from .java_setup import JavaSetupError, iceberg_runtime_jar, relocated_jackson_jar, check_java
@@ -101,6 +105,10 @@ def get_spark():
             .config("spark.default.parallelism", "2")
             .config("spark.sql.adaptive.enabled", "false")
             .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+            # the SQLite JDBC driver, for the JDBC catalog the mixed target shares with
+            # PyIceberg (DriverManager needs it on the driver's own class path)
+            .config("spark.driver.extraClassPath",
+                    SQLITE_JDBC_JAR if os.path.exists(SQLITE_JDBC_JAR) else "")
             .config("spark.python.worker.reuse", "true")
             .config("spark.sql.extensions",
                     "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")

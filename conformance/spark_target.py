@@ -707,6 +707,9 @@ def compare_scenario(scenario, *, model_version: tuple[int, int] = DEFAULT_MODEL
                                "phase/fault/crash steps cannot be driven on Spark (a SQL "
                                "statement commits as a whole)")
     run = scenario_on_model(scenario, model_version)
+    if run.mixed_reason("spark-"):
+        return SparkComparison(scenario.id, scenario.path, source, SKIPPED,
+                               run.mixed_reason("spark-"))
     config, actions, verdict, secs = run.config, run.actions, run.verdict, run.seconds
     try:
         c = _compare(scenario.id, scenario.path, source, config, actions,
@@ -721,6 +724,8 @@ def compare_trace(path: str, *, model_version: tuple[int, int] = DEFAULT_MODEL_V
                   allowlist: list[AllowEntry] | None = None, **_ignored) -> Comparison:
     """Rebuild the model from the trace's config, replay its actions, run them as SQL on Spark."""
     run = trace_on_model(path, model_version)
+    if run.mixed_reason("spark-"):
+        return SparkComparison(run.id, path, "trace", SKIPPED, run.mixed_reason("spark-"))
     c = _compare(run.id, path, "trace", run.config, run.actions, run.profile,
                  tuple(run.config.setup), 0.0)
     return apply_allowlist(c, allowlist or [])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-TARGETS = ("java", "pyiceberg", "spark")
+TARGETS = ("java", "pyiceberg", "spark", "mixed")
 
 
 class TargetUnavailable(Exception):

@@ -28,8 +28,8 @@ from .errors import InputError
 from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
 
 FORMAT_VERSION = 1
-TOP_KEYS = {"version", "id", "description", "catalog", "profile", "table", "files", "steps",
-            "expect", "conformance"}
+TOP_KEYS = {"version", "id", "description", "catalog", "profile", "writer_profiles", "table",
+            "files", "steps", "expect", "conformance"}
 TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
 FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
              "equality_ids"}
@@ -116,6 +116,18 @@ class Scenario:
     steps: list[Step]
     expect: FinalExpect
     conformance_skip: dict[str, str] = field(default_factory=dict)
+    # writer -> its own engine profile (a writer not named runs on ``profile``)
+    writer_profiles: dict[str, str] = field(default_factory=dict)
+
+    def profile_of(self, writer: str) -> str | None:
+        return self.writer_profiles.get(writer, self.profile)
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        """Every engine profile a writer of the scenario runs on."""
+        names = [self.profile] if self.profile else []
+        names += [p for p in self.writer_profiles.values() if p not in names]
+        return tuple(names)
 
     @property
     def uses_faults(self) -> bool:
@@ -187,13 +199,23 @@ def _parse_scenario(doc: Any, path: str) -> Scenario:
     table = parse_table(ctx, ctx.mapping(doc["table"], "table", doc, "table"))
     files = parse_files(ctx, table, ctx.mapping(doc.get("files", LineDict()), "files", doc, "files"))
     profile = doc.get("profile")
+    from icecheck.models.profiles import load_profiles
+    known = load_profiles()
     if profile is not None:
-        from icecheck.models.profiles import load_profiles
-        known = load_profiles()
         if not isinstance(profile, str) or profile not in known:
             raise ctx.fail(f"unknown profile {profile!r}; known: {', '.join(sorted(known))}",
                            doc, "profile")
-    steps = parse_steps(ctx, table, files, ctx.seq(doc.get("steps"), "steps", doc, "steps"), profile)
+    writer_profiles: dict[str, str] = {}
+    if "writer_profiles" in doc:
+        wp = ctx.mapping(doc["writer_profiles"], "writer_profiles", doc, "writer_profiles")
+        for w, p in wp.items():
+            _writer_name(ctx, w, wp, w)
+            if not isinstance(p, str) or p not in known:
+                raise ctx.fail(f"writer_profiles: unknown profile {p!r} for {w}; known: "
+                               f"{', '.join(sorted(known))}", wp, w)
+            writer_profiles[str(w)] = p
+    steps = parse_steps(ctx, table, files, ctx.seq(doc.get("steps"), "steps", doc, "steps"), profile,
+                        writer_profiles)
     expect = parse_final_expect(ctx, table, files, doc.get("expect"), doc)
     skip = {}
     if "conformance" in doc:
@@ -202,7 +224,7 @@ def _parse_scenario(doc: Any, path: str) -> Scenario:
         for target in conf.get("skip", []):
             skip[str(target)] = str(conf.get("reason", "not expressible on this target"))
     return Scenario(path, sid, str(doc.get("description", "")).strip(), catalog, profile, table,
-                    files, steps, expect, skip)
+                    files, steps, expect, skip, writer_profiles)
 
 
 # -- table ------------------------------------------------------------------------------------
@@ -626,7 +648,7 @@ def _check_supported(ctx, profile: str, command, node) -> None:
 
 
 def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
-                profile: str | None) -> list[Step]:
+                profile: str | None, writer_profiles: dict[str, str] | None = None) -> list[Step]:
     steps: list[Step] = []
     anonymous = 0
     begun: dict[str, bool] = {}
@@ -659,10 +681,12 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
             begun[w] = True
             if "command" in s:
                 ctx.keys(s, {"begin", "command", "expect"}, "a begin step")
-                if profile is None:
-                    raise ctx.fail("a command step needs a top-level 'profile'", s, "command")
+                wprofile = (writer_profiles or {}).get(w, profile)
+                if wprofile is None:
+                    raise ctx.fail("a command step needs a top-level 'profile' (or the writer's "
+                                   "entry in 'writer_profiles')", s, "command")
                 command = parse_command(ctx, table, s["command"], s)
-                _check_supported(ctx, profile, command, s)
+                _check_supported(ctx, wprofile, command, s)
                 steps.append(Step("begin", line, w, command=command, expect=expect))
             else:
                 op = parse_operation(ctx, table, files, s)

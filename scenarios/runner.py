@@ -89,7 +89,8 @@ def model_config(scenario: Scenario, planner=None) -> ModelConfig:
     writers = tuple(WriterProgram(name, tuple(entries)) for name, entries in programs.items())
     if planner is None and any(s.command is not None for s in scenario.steps):
         from icecheck.models.commands import make_planner
-        planner = make_planner(scenario.profile)
+        planner = make_planner(scenario.profile or next(iter(scenario.writer_profiles.values())),
+                               scenario.writer_profiles)
     return ModelConfig(scenario.table, writers, scenario.catalog, faults=scenario.uses_faults,
                        crashes=scenario.uses_crashes, planner=planner,
                        phantom_failures=scenario.uses_phantom_failures)
@@ -287,10 +288,12 @@ def judge_properties(scenario: Scenario, model, state: State) -> list[dict]:
     key = "id" if "id" in scenario.table.schema.names else scenario.table.schema.names[0]
     out = []
     for v in evaluate(model, state, key):
-        if scenario.profile is None:
+        if not scenario.profiles:
             status, reason = "raw", "raw operations: no engine profile chose their validations"
         else:
-            e = expectation(scenario.profile, scenario.catalog, scenario.table.format_version, v)
+            # several engines: the strictest of their expectations holds (docs/model.md)
+            prof = scenario.profiles[0] if len(scenario.profiles) == 1 else scenario.profiles
+            e = expectation(prof, scenario.catalog, scenario.table.format_version, v)
             status, reason = e.status, e.reason
         out.append({"property": v.property, "status": status, "message": v.message,
                     "reason": reason})

@@ -1,0 +1,54 @@
+"""The mixed target: real Spark and real PyIceberg writing one table on a shared catalog."""
+
+import os
+
+import pytest
+
+from icecheck.conformance.compare import AGREE, SKIPPED
+from icecheck.conformance.targets import TargetUnavailable, get_target
+from icecheck.scenarios import BUILTIN_DIR
+from icecheck.scenarios.format import load_scenario
+
+CMDS = os.path.join(BUILTIN_DIR, "commands")
+MIXED = sorted(f for f in os.listdir(CMDS) if f.startswith("mixed-"))
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    try:
+        target = get_target("mixed")
+        target.ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"mixed target unavailable: {e}")
+    return target
+
+
+def test_there_are_mixed_scenarios():
+    assert len(MIXED) >= 2
+    for name in MIXED:
+        assert load_scenario(os.path.join(CMDS, name)).writer_profiles
+
+
+@pytest.mark.parametrize("name", MIXED)
+def test_mixed_scenarios_agree(mixed, name):
+    c = mixed.compare_scenario(load_scenario(os.path.join(CMDS, name)))
+    assert c.status == AGREE, (c.reason, c.differences)
+    engines = {o.label.split("[")[-1].rstrip("]") for o in c.ops if "[" in o.label}
+    assert engines == {"spark", "pyiceberg"}
+
+
+def test_one_engine_scenarios_are_left_to_their_target(mixed):
+    c = mixed.compare_scenario(load_scenario(os.path.join(CMDS, "spark-mor-si-undelete.yaml")))
+    assert c.status == SKIPPED and "writer_profiles" in c.reason
+
+
+def test_one_engine_targets_skip_mixed_scenarios():
+    sc = load_scenario(os.path.join(CMDS, MIXED[0]))
+    for name in ("spark", "pyiceberg"):
+        try:
+            target = get_target(name)
+            target.ready()
+        except TargetUnavailable:
+            continue
+        c = target.compare_scenario(sc)
+        assert c.status == SKIPPED and "--target mixed" in c.reason, (name, c.reason)
