@@ -72,10 +72,15 @@ def test_catalog_and_format_rules():
 def test_mixed_rules_name_the_engines_of_a_mixed_run(tmp_path):
     """A ``mixed:`` rule judges only a run on those engines together (before the strictest of
     the writers' own expectations); it never applies to one engine alone."""
-    dup = v("duplicate_keys", inserted_concurrently=True, involves_concurrent_insert=True)
+    dup = v("duplicate_keys", inserted_concurrently=True, involves_concurrent_insert=True,
+            insert_only_merge=False)
     spark, py = "spark-3.5-cow-serializable", "pyiceberg-0.12-serializable"
     e = expectation((py, spark), "cas", 2, dup)
     assert e.status == "known_finding" and "mixed-spark-merge-pyiceberg" in e.trace
+    # insert-only MERGEs on both sides: Spark's own known finding, not the mixed one
+    only = v("duplicate_keys", inserted_concurrently=True, involves_concurrent_insert=True,
+             insert_only_merge=True)
+    assert "mixed" not in expectation((py, spark), "cas", 2, only).trace
     assert expectation(spark, "cas", 2, dup).status == "must_hold"      # Spark alone validates
     # other pairs: the strictest of the writers' expectations, as before
     assert expectation((spark, "no-validation"), "cas", 2, dup).status == "must_hold"

@@ -65,3 +65,15 @@ def test_mixed_spark_merge_pyiceberg_upsert_duplicate():
     out = _run("mixed_spark_merge_pyiceberg_upsert_duplicate.py",
                {"ICEBERG_SPARK_JARS": ",".join(classpath())})
     assert "both inserted id 2" in out
+
+
+def test_spark_compaction_dangling_deletes():
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+    try:
+        get_target("spark").ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"Spark unavailable: {e}")
+    from icecheck.conformance.spark_session import classpath
+    out = _run("spark_compaction_dangling_deletes.py",
+               {"ICEBERG_SPARK_JARS": ",".join(classpath())})
+    assert "1 pointing at a removed data file" in out
