@@ -253,12 +253,15 @@ def scenario_docs(draw) -> dict:
                     ref_op["snapshot"] = draw(st.integers(1, max(1, commits_before)))
             steps.insert(at, {"commit": ref_op})
 
-    # ReplacePartitions.validateAppendOnly (failAnyDelete), drawn last as well
+    # ReplacePartitions.validateAppendOnly (failAnyDelete) and RowDelta.removeRows, drawn last
     for s_ in steps:
         op = s_ if "op" in s_ else s_.get("commit")
         if isinstance(op, dict) and op.get("op") == "replace_partitions" \
                 and draw(st.integers(0, 2)) == 0:
             op.setdefault("validate", {})["append_only"] = True
+        if isinstance(op, dict) and op.get("op") == "row_delta" and data \
+                and draw(st.integers(0, 2)) == 0:
+            op["delete"] = [draw(st.sampled_from(data))]
 
     doc: dict[str, Any] = {"version": 1, "id": "random", "table": {
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}
@@ -288,6 +291,8 @@ def doc_features(doc: dict) -> list[str]:
                 kinds.add("to_branch")
             if (op.get("validate") or {}).get("append_only"):
                 kinds.add("append_only")
+            if op["op"] == "row_delta" and op.get("delete"):
+                kinds.add("remove_rows")
     return sorted(kinds)
 
 

@@ -56,7 +56,8 @@ def operation_name(op: Operation, iceberg_version: tuple[int, int] = (1, 11)) ->
         adds_rows = bool(op.add_data)
         adds_deletes = bool(op.add_deletes)
         # The APPEND branch is newer than Iceberg 1.10 (BaseRowDelta.operation() on main).
-        if adds_rows and not adds_deletes and iceberg_version >= (1, 11):
+        # (main: `addsDataFiles() && !addsDeleteFiles() && !deletesDataFiles()`)
+        if adds_rows and not adds_deletes and not op.delete_data and iceberg_version >= (1, 11):
             return APPEND
         if adds_deletes and not adds_rows:
             return DELETE
@@ -115,7 +116,19 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
         if v.no_conflicting_data_files:
             validate_added_data_files(*args, expr, parent)
         if v.no_conflicting_delete_files:
+            if op.delete_data:
+                # BaseRowDelta.validate (BaseRowDelta.java:157): "validate that explicitly
+                # deleted files have not had added deletes" (removeRows)
+                validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent)
             validate_no_new_delete_files(*args, expr, parent)
+        referenced = set(v.data_files_exist or ())
+        clash = [f.path for f in op.delete_data if f.path in referenced]
+        if clash:
+            # BaseRowDelta.validateNoConflictingFileAndPositionDeletes (BaseRowDelta.java:177):
+            # removeRows of a file named by validateDataFilesExist
+            raise ValidationFailed("removed_referenced",
+                                   f"Cannot delete data files [{', '.join(clash)}] that are "
+                                   f"referenced by new delete files")
         if table.format_version >= 3 and op.adds_dvs:
             targets = [d.referenced_data_file for d in op.add_deletes if d.content == DV]
             validate_added_dvs(*args, expr, parent, targets)

@@ -50,7 +50,7 @@ FINAL_EXPECT_KEYS = {"outcome", "message", "live_data_files", "live_delete_files
 OPS_ALLOWED_KEYS = {
     ops.APPEND: {"add"}, ops.FAST_APPEND: {"add"},
     ops.OVERWRITE: {"add", "delete", "row_filter"},
-    ops.ROW_DELTA: {"add", "add_deletes", "remove_deletes"},
+    ops.ROW_DELTA: {"add", "delete", "add_deletes", "remove_deletes"},
     ops.REWRITE: {"add", "delete", "add_deletes", "remove_deletes"},
     ops.DELETE_FILES: {"delete", "row_filter"},
     ops.REPLACE_PARTITIONS: {"add"},
