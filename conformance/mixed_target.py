@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -34,8 +33,6 @@ from typing import Any
 from icecheck.models import system as sm
 from icecheck.models.commands_spec import Command
 from icecheck.models.profiles import get_profile
-from icecheck.models.reads import read_rows
-from icecheck.models.system import Model
 from icecheck.scenarios.errors import InputError
 
 from . import pyiceberg_target as pyt
@@ -207,23 +204,13 @@ def _skip_reason(run, plan: Plan, intents: dict) -> str | None:
 
 
 def _intents_and_rows(config, actions):
-    model = Model(config)
-    state = model.initial()
-    for a in actions:
-        state = model.step(state, a)
-    intents = {}
-    for w in state.writers:
-        for rec in w.history:
-            intents[(w.name, rec.index)] = rec.intent
-        if w.active or w.phase == sm.CRASHED:
-            intents.setdefault((w.name, w.op_index), w.intent)
-    names = config.table.schema.names
-    rows = spt.sort_rows(r.values for r in read_rows(state.store, state.metadata.current, names))
-    return intents, rows
+    """Each operation's intent and the model's final rows (sorted as the Spark rows are)."""
+    intents, rows = pyt._intents_and_rows(config, actions)
+    return intents, spt.sort_rows(rows)
 
 
 def _run_real(run, plan: Plan, intents: dict) -> _Run:
-    from .spark_session import GATE_TIMEOUT_S, gate_dir, writer_session
+    from .spark_session import writer_session
 
     t0 = time.perf_counter()
     out = _Run()
@@ -246,7 +233,6 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
         sessions: dict[str, Any] = {}
         gated: dict = {}
         py_writers: dict = {}
-        gdir = gate_dir()
         events = plan.events
         n = next(_counter)
         for i, (kind, op) in enumerate(events):
@@ -271,33 +257,12 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
                     and events[i + 1][1] is op
                 if adjacent or spt._metadata_delete(op):
                     continue
-                token = f"x{os.getpid()}_{n}_{op.writer}_{op.index}"
-                o = op.operation
-                empty = o is not None and not (o.add_data or o.delete_data or o.add_deletes)
-                sqls = spt.statement_sql(name, plan.table, intent, token, gate_in_subquery=empty)
-                g = spt._Gated(token, None)  # type: ignore[arg-type]
-
-                def body(g=g, session=session, sqls=sqls):
-                    g.result = spt._run_statements(session, sqls, out.statements)
-
-                g.thread = threading.Thread(target=body, daemon=True)
-                g.thread.start()
-                gated[key] = g
-                started = os.path.join(gdir, f"{token}.started")
-                deadline = time.time() + GATE_TIMEOUT_S
-                while not os.path.exists(started) and g.thread.is_alive():
-                    if time.time() > deadline:
-                        raise RuntimeError(f"{op.writer}'s statement never reached its gate")
-                    time.sleep(0.01)
-                if not os.path.exists(started):
-                    raise RuntimeError(f"{op.writer}'s statement finished without reaching its "
-                                       f"gate: {g.result}")
+                gated[key] = spt.start_gated(session, name, plan.table, intent, op,
+                                             f"x{os.getpid()}_{n}_{op.writer}_{op.index}",
+                                             out.statements)
             else:
                 if key in gated:
-                    g = gated.pop(key)
-                    open(os.path.join(gdir, f"{g.token}.go"), "w").close()
-                    g.thread.join(GATE_TIMEOUT_S)
-                    outcome, message, _ = g.result
+                    outcome, message, _ = spt.finish_gated(gated.pop(key), op)
                 else:
                     outcome, message, _ = spt._run_statements(
                         session, spt.statement_sql(name, plan.table, intent, None),

@@ -42,8 +42,8 @@ from typing import Any
 
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_PARTITIONS, UPDATE, Command)
+from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT,
+                                           OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
 from icecheck.models.filters import And, Cmp, FalseExpr, In, IsNull, Not, Or, TrueExpr
 from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
@@ -476,6 +476,45 @@ class _Gated:
         self.result: tuple[str, str | None, str | None] | None = None
 
 
+def start_gated(session, tname: str, table, intent, op, token: str, log: list[str]) -> _Gated:
+    """Start ``op``'s statement in its own thread and wait until it holds at its gate (its scan
+    is planned, so its snapshot is pinned); ``finish_gated`` lets it commit. A statement that
+    matches no row carries its gate in a subquery (``statement_sql``)."""
+    from .spark_session import GATE_TIMEOUT_S, gate_dir
+
+    o = op.operation
+    empty = o is not None and not (o.add_data or o.delete_data or o.add_deletes)
+    sqls = statement_sql(tname, table, intent, token, gate_in_subquery=empty)
+    g = _Gated(token, None)  # type: ignore[arg-type]
+
+    def body():
+        g.result = _run_statements(session, sqls, log)
+
+    g.thread = threading.Thread(target=body, name=f"spark-{token}", daemon=True)
+    g.thread.start()
+    started = os.path.join(gate_dir(), f"{token}.started")
+    deadline = time.time() + GATE_TIMEOUT_S
+    while not os.path.exists(started) and g.thread.is_alive():
+        if time.time() > deadline:
+            raise RuntimeError(f"{op.writer}'s statement never reached its gate")
+        time.sleep(0.01)
+    if not os.path.exists(started):
+        raise RuntimeError(f"{op.writer}'s statement finished without reaching its gate, so it "
+                           f"could not be ordered: {g.result}")
+    return g
+
+
+def finish_gated(g: _Gated, op) -> tuple[str, str | None, str | None]:
+    """Open ``g``'s gate and wait for its statement: (outcome, message, Java class)."""
+    from .spark_session import GATE_TIMEOUT_S, gate_dir
+
+    open(os.path.join(gate_dir(), f"{g.token}.go"), "w").close()
+    g.thread.join(GATE_TIMEOUT_S)
+    if g.thread.is_alive():
+        raise RuntimeError(f"{op.writer}'s statement did not finish")
+    return g.result
+
+
 def _run_statements(session, sqls: list[str], log: list[str]) -> tuple[str, str | None, str | None]:
     for q in sqls:
         log.append(q)
@@ -493,7 +532,7 @@ def _metadata_delete(op) -> bool:
 
 def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRun:
     """Execute the plan's timeline on a fresh Spark table; returns outcomes, rows, live files."""
-    from .spark_session import CATALOG, GATE_TIMEOUT_S, gate_dir, get_spark, writer_session
+    from .spark_session import CATALOG, get_spark, writer_session
 
     spark = get_spark()
     t0 = time.perf_counter()
@@ -514,7 +553,6 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
         sessions: dict[str, Any] = {}
         gated: dict[tuple[str, int], _Gated] = {}
         events = mrun.plan.events
-        gdir = gate_dir()
         for i, (kind, op) in enumerate(events):
             key = (op.writer, op.index)
             intent = mrun.intents[key]
@@ -529,36 +567,12 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
                     # (DeleteFiles applies its filter to the head it commits on), and a gate
                     # would turn it into a row-level DELETE
                     continue
-                token = f"g{os.getpid()}_{n}_{op.writer}_{op.index}"
-                o = op.operation
-                empty = o is not None and not (o.add_data or o.delete_data or o.add_deletes)
-                sqls = statement_sql(tname, table, intent, token, gate_in_subquery=empty)
-                g = _Gated(token, None)  # type: ignore[arg-type]
-
-                def body(g=g, session=session, sqls=sqls):
-                    g.result = _run_statements(session, sqls, run.statements)
-
-                g.thread = threading.Thread(target=body, name=f"spark-{token}", daemon=True)
-                g.thread.start()
-                gated[key] = g
-                started = os.path.join(gdir, f"{token}.started")
-                deadline = time.time() + GATE_TIMEOUT_S
-                while not os.path.exists(started) and g.thread.is_alive():
-                    if time.time() > deadline:
-                        raise RuntimeError(f"{op.writer}'s statement never reached its gate")
-                    time.sleep(0.01)
-                if not os.path.exists(started):
-                    raise RuntimeError(
-                        f"{op.writer}'s statement finished without reaching its gate, so it "
-                        f"could not be ordered: {g.result}")
+                gated[key] = start_gated(session, tname, table, intent, op,
+                                         f"g{os.getpid()}_{n}_{op.writer}_{op.index}",
+                                         run.statements)
             else:
                 if key in gated:
-                    g = gated.pop(key)
-                    open(os.path.join(gdir, f"{g.token}.go"), "w").close()
-                    g.thread.join(GATE_TIMEOUT_S)
-                    if g.thread.is_alive():
-                        raise RuntimeError(f"{op.writer}'s statement did not finish")
-                    outcome, message, cls = g.result
+                    outcome, message, cls = finish_gated(gated.pop(key), op)
                 else:
                     outcome, message, cls = _run_statements(
                         session, statement_sql(tname, table, intent, None), run.statements)
