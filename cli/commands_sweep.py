@@ -64,7 +64,8 @@ def _progress(label: str):
 @click.option("--resume/--fresh", default=True, show_default=True,
               help="Skip cells finished by an earlier run (--fresh forgets them).")
 @click.option("--ship-code/--no-ship-code", default=None,
-              help="Ship icecheck's code to the workers (addPyFile); default: on for a cluster.")
+              help="Ship icecheck's code to the workers (a wheel built from this checkout); "
+                   "default: on for a cluster.")
 @click.option("--list", "list_only", is_flag=True, help="List the cells and exit (no Spark).")
 @click.option("--scaling", is_flag=True,
               help="Run the same sweep (default space: sweep/scaling.yaml) on local[1] and "
@@ -125,6 +126,7 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
         out.print(f"wrote {os.path.join(scaling_out, 'sweep-scaling.json')} and .md", markup=False)
         sys.exit(EXIT_OK)
 
+    from icecheck.sweep.distributed import ShipError
     from icecheck.sweep.driver import sweep
 
     progress, update = _progress(f"sweep on {master or 'the default master'}")
@@ -132,10 +134,14 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
     def started(n, na):
         err.print(f"sweep: {n} cells ({na} not applicable), out {escape(out_dir)}")
 
-    with progress:
-        summary = sweep(master, out_dir, space_path=space_path, filters=filters, resume=resume,
-                        on_progress=update, on_start=started, ship_code=ship_code,
-                        driver_memory=driver_memory, executor_memory=executor_memory)
+    try:
+        with progress:
+            summary = sweep(master, out_dir, space_path=space_path, filters=filters,
+                            resume=resume, on_progress=update, on_start=started,
+                            ship_code=ship_code, driver_memory=driver_memory,
+                            executor_memory=executor_memory)
+    except ShipError as e:
+        fail_input(InputError(str(e), "--ship-code"))
     if summary.get("interrupted"):
         err.print(f"[yellow]interrupted[/]: {summary['done']}/{summary['total']} cells done; "
                   f"run the same command again to resume")

@@ -20,7 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable
@@ -28,6 +27,7 @@ from typing import Callable
 from icecheck.traces.format import write_atomic
 
 CELLS_DIR = "cells"
+SHIPPED_CONF = "icecheck.shippedWheel"     # the wheel's file name when the code is shipped
 PARQUET = "results.parquet"
 
 
@@ -35,32 +35,77 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
-def code_zip(dest_dir: str) -> str:
-    """A zip of the ``icecheck`` package tree (models/, engines/, ... mapped under
-    ``icecheck/``), for ``SparkContext.addPyFile`` on a cluster whose workers do not have
-    icecheck installed. Their Python still needs icecheck's dependencies (pyproject.toml)."""
+class ShipError(RuntimeError):
+    """The code could not be built for shipping (one line for the CLI)."""
+
+
+def build_wheel(dest_dir: str) -> str:
+    """Build icecheck's wheel from this source checkout (``pip wheel --no-deps``, the
+    pyproject.toml build: the same files and package data a ``pip install`` gets) into
+    ``dest_dir``; return its path. Workers need icecheck's dependencies, not icecheck."""
+    import subprocess
+
     import icecheck
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(icecheck.__file__)))
-    mapping = {"icecheck": "icecheck", "models": "icecheck/models",
-               "scenarios": "icecheck/scenarios", "cli": "icecheck/cli",
-               "conformance": "icecheck/conformance", "engines": "icecheck/engines",
-               "properties": "icecheck/properties", "traces": "icecheck/traces",
-               "explorer": "icecheck/explorer", "sweep": "icecheck/sweep"}
-    path = os.path.join(dest_dir, "icecheck-code.zip")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for src, arc in mapping.items():
-            top = os.path.join(root, src)
-            for dirpath, dirnames, files in os.walk(top):
-                dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-                rel = os.path.relpath(dirpath, top)
-                if src == "icecheck" and rel != ".":
-                    continue
-                for f in files:
-                    if f.endswith((".py", ".yaml", ".json", ".html", ".css", ".js")):
-                        z.write(os.path.join(dirpath, f),
-                                os.path.normpath(os.path.join(arc, rel, f)))
-    return path
+    if not os.path.exists(os.path.join(root, "pyproject.toml")):
+        raise ShipError(f"--ship-code builds icecheck's wheel from a source checkout; {root} has "
+                        "no pyproject.toml (install icecheck on the workers and pass "
+                        "--no-ship-code)")
+    # setuptools builds in <root>/build; remove it afterwards unless it was there before
+    had_build = os.path.exists(os.path.join(root, "build"))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                               dest_dir, root], capture_output=True, text=True)
+    finally:
+        if not had_build:
+            shutil.rmtree(os.path.join(root, "build"), ignore_errors=True)
+    wheels = [f for f in os.listdir(dest_dir) if f.endswith(".whl")] if proc.returncode == 0 else []
+    if not wheels:
+        last = (proc.stderr.strip().splitlines() or ["no wheel produced"])[-1]
+        raise ShipError(f"could not build icecheck's wheel for the workers: {last}")
+    return os.path.join(dest_dir, sorted(wheels)[-1])
+
+
+def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
+    """The function each Spark task runs on a cell's JSON. With ``shipped`` (the name of the
+    wheel added with ``SparkContext.addFile``), the task first unpacks that wheel once per
+    worker machine into a directory named by its content hash (atomically: unpacked aside, then
+    renamed) and puts it first on ``sys.path``: an unpacked wheel is an installed package, so its
+    package data (profiles, expectations, templates) are plain files, which a zip on
+    ``sys.path`` would not give. The function is nested so that cloudpickle sends it by value:
+    the worker needs nothing of icecheck to run it."""
+
+    def task(cell_json: str) -> str:
+        if shipped:
+            import hashlib as _hashlib
+            import os as _os
+            import sys as _sys
+            import tempfile as _tempfile
+            import zipfile as _zipfile
+
+            if locate is None:
+                from pyspark import SparkFiles
+                wheel = SparkFiles.get(shipped)
+            else:
+                wheel = locate(shipped)
+            with open(wheel, "rb") as fh:
+                digest = _hashlib.blake2b(fh.read(), digest_size=8).hexdigest()
+            target = _os.path.join(_tempfile.gettempdir(), f"icecheck-code-{digest}")
+            if not _os.path.isdir(target):
+                tmp = _tempfile.mkdtemp(prefix=".icecheck-unpack-", dir=_tempfile.gettempdir())
+                with _zipfile.ZipFile(wheel) as z:
+                    z.extractall(tmp)
+                try:
+                    _os.replace(tmp, target)
+                except OSError:          # another task on this machine unpacked it first
+                    pass
+            if target not in _sys.path:
+                _sys.path.insert(0, target)
+        from icecheck.sweep.runner import run_cell_json
+        return run_cell_json(cell_json)
+
+    return task
 
 
 def under_spark_submit() -> bool:
@@ -93,7 +138,8 @@ def spark_session(master: str | None, *, ship_code: bool | None = None,
     Python workers run ``PYSPARK_PYTHON`` (default here, locally: this interpreter, i.e. the
     venv that has icecheck installed). On a cluster set PYSPARK_PYTHON to a Python with
     icecheck's dependencies on every worker; ``ship_code`` (default: on for non-local masters)
-    ships the icecheck code itself with ``addPyFile``.
+    ships the icecheck code itself: a wheel built from this checkout (``build_wheel``), added
+    with ``addFile`` and unpacked by each task (``cell_task``).
     """
     submitted = under_spark_submit()
     master, memory = session_settings(master, submitted=submitted, driver_memory=driver_memory,
@@ -121,7 +167,9 @@ def spark_session(master: str | None, *, ship_code: bool | None = None,
         ship_code = not is_local(spark.sparkContext.master)
     if ship_code:
         tmp = tempfile.mkdtemp(prefix="icecheck-code-")
-        spark.sparkContext.addPyFile(code_zip(tmp))
+        wheel = build_wheel(tmp)
+        spark.sparkContext.addFile(wheel)
+        spark.conf.set(SHIPPED_CONF, os.path.basename(wheel))
     return spark
 
 
@@ -173,9 +221,8 @@ def run_cells(spark, cells: list[dict], out: str, *, resume: bool = True,
               on_progress: Callable[[int, int], None] | None = None,
               batch_size: int | None = None, concurrent_jobs: int = 2) -> SweepRun:
     """Run the cells not finished yet as Spark tasks; persist each result as it comes back."""
-    from icecheck.sweep.runner import run_cell_json
-
     sc = spark.sparkContext
+    task = cell_task(spark.conf.get(SHIPPED_CONF, None) or None)
     os.makedirs(os.path.join(out, CELLS_DIR), exist_ok=True)
     done = load_finished(out, cells) if resume else {}
     todo = [c for c in cells if c["id"] not in done]
@@ -189,7 +236,7 @@ def run_cells(spark, cells: list[dict], out: str, *, resume: bool = True,
 
     def job(batch: list[dict]) -> list[dict]:
         rdd = sc.parallelize([json.dumps(c) for c in batch], len(batch))
-        results = [json.loads(r) for r in rdd.map(run_cell_json).collect()]
+        results = [json.loads(r) for r in rdd.map(task).collect()]
         for r in results:   # persist at once: an interruption keeps finished batches
             write_atomic(cell_path(out, r["id"]), json.dumps(r))
             with lock:

@@ -209,3 +209,40 @@ def test_sweep_bad_memory_is_exit_2():
     p = subprocess.run([sys.executable, "-m", "icecheck", "sweep", "--executor-memory", "lots",
                         "--list"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "--executor-memory" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_shipped_wheel_runs_a_cell_on_a_worker_without_icecheck(tmp_path):
+    """--ship-code builds icecheck's wheel (pip wheel, the pyproject build) and each task
+    unpacks it once and imports from it: a worker Python whose only icecheck is that unpacked
+    wheel runs a cell (profiles, expectations: package data as plain files), and gets the same
+    result as the driver's own installation."""
+    import subprocess
+    import sys
+
+    from icecheck.sweep.distributed import build_wheel, cell_task
+    from icecheck.sweep.runner import run_cell_json
+
+    wheel = build_wheel(str(tmp_path))
+    assert wheel.endswith(".whl")
+    task = cell_task(os.path.basename(wheel), locate=lambda name: os.path.join(str(tmp_path), name))
+    space = load_space()
+    cs, _ = cells(space, Filters(profiles=("spark-3.5-mor-snapshot",), catalogs=("cas",),
+                                 formats=(2,), commands=("DELETE+UPDATE",)))
+    cell = json.dumps(cs[0])
+    here = json.loads(task(cell))                       # unpacks, then runs (in this process)
+    import tempfile
+    target = next(p for p in sys.path if p.startswith(tempfile.gettempdir())
+                  and "icecheck-code-" in p)
+    assert os.path.exists(os.path.join(target, "icecheck", "models", "profiles", "builtin.yaml"))
+    code = ("import json, sys, icecheck; from icecheck.sweep.runner import run_cell_json; "
+            "print(icecheck.__file__); print(run_cell_json(sys.stdin.read()))")
+    proc = subprocess.run([sys.executable, "-c", code], input=cell, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": target}, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    where, result = proc.stdout.splitlines()[0], json.loads(proc.stdout.splitlines()[1])
+    assert where.startswith(target)                      # the worker imported the shipped code
+    mine = json.loads(run_cell_json(cell))
+    for r in (here, result):
+        assert r["status"] == mine["status"] != "error"
+        assert [f["property"] for f in r["findings"]] == [f["property"] for f in mine["findings"]]
+    sys.path.remove(target)
