@@ -421,6 +421,10 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
                     mlist.path, summary, writer_name)
     if op.branch is None or op.branch == MAIN_BRANCH:
         current, refs = snapshot_id, base.refs
+    elif (base.ref(op.branch) or (BRANCH,))[0] != BRANCH:
+        # TableMetadata.Builder.setBranchSnapshotInternal (TableMetadata.java:1756): the branch
+        # became a tag after the operation was built (its targetBranch check passed then)
+        raise ValidationFailed("ref_precondition", f"Cannot update branch: {op.branch} is a tag")
     else:
         current, refs = base.current_snapshot_id, base.with_ref(op.branch, BRANCH, snapshot_id)
     meta = TableMetadata(metadata_path, base.version + 1, base.format_version, seq, current,
