@@ -156,6 +156,28 @@ def session_diff(session) -> Diff:
 
 
 # -- HTML sections -----------------------------------------------------------------------------
+_ENV = None
+
+
+def _render(name: str, **values) -> str:
+    """A section from explorer/templates/sections/ (Jinja2, autoescaped: every value from the
+    model is text). Outside Flask too: the notebook view uses the same sections."""
+    global _ENV
+    if _ENV is None:
+        from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+        from markupsafe import Markup
+
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates", "sections")
+        _ENV = Environment(loader=FileSystemLoader(folder), autoescape=select_autoescape(["html"]),
+                           undefined=StrictUndefined)
+        _ENV.filters["pyrepr"] = repr
+        # the opening of a key/value line; the template writes the value and closes it
+        _ENV.globals["kv"] = lambda label, key, d: Markup(
+            f'<div class="kv{d.cls(key)}" data-key="{esc(key)}"><span class="k">{esc(label)}'
+            f'</span> <span class="v">')
+    return _ENV.get_template(name).render(**values)
+
+
 def _kv(label: str, value: str, key: str, d: Diff) -> str:
     return (f'<div class="kv{d.cls(key)}" data-key="{esc(key)}"><span class="k">{esc(label)}</span> '
             f'<span class="v">{value}</span></div>')
@@ -166,48 +188,13 @@ def table_html(session, d: Diff) -> str:
     meta = state.metadata
     names = model.table.schema.names
     rows = sorted(read_rows(state.store.archive(), meta.current, names), key=lambda r: repr(r.values))
-    parts = ['<section class="card" id="table"><h2>Table</h2>',
-             _kv("catalog pointer", f"<code>{esc(state.catalog.pointer)}</code> "
-                 f"(version {state.catalog.version})", "catalog", d),
-             _kv("current snapshot", esc(meta.current_snapshot_id) + f" &middot; last seq "
-                 f"{meta.last_sequence_number}", "current", d)]
-    parts.append('<table class="rows"><tr>' + "".join(f"<th>{esc(n)}</th>" for n in names)
-                 + "<th>file@pos</th></tr>")
-    for r in rows:
-        key = f"row:{r.values!r}"
-        parts.append(f'<tr class="{d.cls(key).strip()}" data-key="{esc(key)}">'
-                     + "".join(f"<td>{esc(v)}</td>" for v in r.values)
-                     + f"<td><code>{esc(r.path)}@{r.position}</code></td></tr>")
-    if not rows:
-        parts.append(f'<tr><td colspan="{len(names) + 1}" class="muted">(empty)</td></tr>')
-    parts.append("</table>")
-    for k, label, _ in d.removed:
-        if k.startswith("row:"):
-            parts.append(f'<div class="d-del">removed {esc(label)}</div>')
-    parts.append("</section>")
-    return "".join(parts)
+    return _render("table.html", state=state, meta=meta, names=names, rows=rows, d=d)
 
 
 def snapshot_log_html(session, d: Diff) -> str:
     meta = session.state.metadata
-    parts = ['<section class="card" id="snapshots"><h2>Snapshot log</h2>',
-             '<table class="log"><tr><th>snapshot</th><th>seq</th><th>operation</th>'
-             '<th>parent</th><th>by</th><th>summary</th></tr>']
-    for sid in meta.snapshot_log:
-        s = meta.snapshot(sid)
-        if s is None:
-            continue
-        key = f"snap:{sid}"
-        cur = " current" if sid == meta.current_snapshot_id else ""
-        summary = ", ".join(f"{k}={v}" for k, v in s.summary)
-        parts.append(f'<tr class="{(d.cls(key) + cur).strip()}" data-key="{esc(key)}">'
-                     f"<td>{sid}</td><td>{s.sequence_number}</td><td><b>{esc(s.operation)}</b></td>"
-                     f"<td>{esc(s.parent_id)}</td><td>{esc(s.writer)}</td>"
-                     f'<td class="small">{esc(summary)}</td></tr>')
-    if not meta.snapshot_log:
-        parts.append('<tr><td colspan="6" class="muted">(no snapshot)</td></tr>')
-    parts.append("</table></section>")
-    return "".join(parts)
+    snaps = [s for s in (meta.snapshot(sid) for sid in meta.snapshot_log) if s is not None]
+    return _render("snapshots.html", meta=meta, snapshots=snaps, d=d)
 
 
 def _file_html(state: State, f, live_positions: set | None) -> str:
@@ -337,21 +324,7 @@ def writers_html(session, d: Diff) -> str:
 
 
 def properties_html(session) -> str:
-    parts = ['<section class="card" id="properties"><h2>Properties</h2><ul class="props">']
-    for p in session.properties():
-        if not p.violated:
-            parts.append(f'<li class="prop holds" data-property="{esc(p.name)}">'
-                         f'<span class="mark">&#10003;</span> <b>{esc(p.name)}</b> holds</li>')
-            continue
-        parts.append(f'<li class="prop violated status-{esc(p.status)}" data-property="{esc(p.name)}">'
-                     f'<span class="mark">&#10007;</span> <b>{esc(p.name)}</b> VIOLATED'
-                     f' <span class="badge">{esc(p.status)}</span>')
-        for v in p.violations:
-            parts.append(f'<div class="vmsg">{esc(v.message)}</div>'
-                         f'<div class="vwhy small"><b>{esc(v.status)}</b>: {esc(v.reason)}</div>')
-        parts.append("</li>")
-    parts.append("</ul></section>")
-    return "".join(parts)
+    return _render("properties.html", props=session.properties())
 
 
 def diff_html(session, d: Diff) -> str:
