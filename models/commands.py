@@ -30,6 +30,7 @@ files (Java re-applies the operation; it never rescans).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from . import operations as ops
@@ -302,9 +303,15 @@ def _plan_compaction(cmd, rule, profile, table, rows, live, names) -> Operation:
         raise NothingToDo("compaction finds no data file to rewrite")
     paths = {f.path for f in targets}
     kept = [r.values for r in rows if r.path in paths]
+    v = _validations(rule, profile, cmd, ())
+    if not cmd.option("use-starting-sequence-number"):
+        # the new files get the commit's own sequence number, so an equality delete committed
+        # since the start would no longer apply to them: validateNoNewDeletesForDataFiles
+        # then fails on it too (RewriteDataFilesCommitManager.java:85-89, 1.10.2)
+        v = replace(v, starting_sequence_number=False)
     return Operation(ops.REWRITE, add_data=_group_files(table, kept, names),
                      delete_data=tuple(sorted(targets, key=lambda f: f.path)),
-                     validations=_validations(rule, profile, cmd, ()))
+                     validations=v)
 
 
 def make_planner(profile_name: str, writer_profiles: dict[str, str] | None = None):

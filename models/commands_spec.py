@@ -4,7 +4,7 @@ compaction, and the DataFrame writes overwrite(filter) and overwritePartitions()
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .files import Pairs, Row
 from .filters import Expr
@@ -15,13 +15,21 @@ MERGE_INSERT = "MERGE_INSERT"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 
+# rewrite_data_files options the planner follows (COMPACT's ``options``), with their defaults in
+# Spark 3.5 + Iceberg 1.10 (RewriteDataFiles.USE_STARTING_SEQUENCE_NUMBER_DEFAULT = true).
+# use-starting-sequence-number: the rewritten files keep the data sequence number of the snapshot
+# the rewrite started from (RewriteDataFilesCommitManager.commitFileGroups, 1.10.2 lines 85-89:
+# ``rewrite.dataSequenceNumber(table.snapshot(startingSnapshotId).sequenceNumber())``), so
+# equality deletes committed meanwhile still apply to them and do not fail the rewrite.
+COMPACT_OPTIONS = {"use-starting-sequence-number": (bool, True)}
+
 COMMAND_KEYS = {
     INSERT: {"rows"},
     DELETE: {"where"},
     UPDATE: {"where", "set"},
     MERGE: {"on", "rows", "where"},
     MERGE_INSERT: {"on", "rows"},
-    COMPACT: {"where"},
+    COMPACT: {"where", "options"},
     OVERWRITE: {"where", "rows"},
     OVERWRITE_PARTITIONS: {"rows"},
 }
@@ -37,6 +45,13 @@ class Command:
     rows: tuple[Row, ...] = ()
     on: tuple[str, ...] = ()
     where_sql: str = ""
+    # COMPACT: rewrite_data_files options (COMPACT_OPTIONS), sorted; left out of state digests
+    # while empty, so traces recorded before it replay unchanged
+    options: Pairs = field(default=(), metadata={"digest_omit_default": True})
+
+    def option(self, name: str):
+        """The value of option ``name``, or its default (COMPACT_OPTIONS)."""
+        return dict(self.options).get(name, COMPACT_OPTIONS[name][1])
 
     def __str__(self) -> str:
         if self.kind == INSERT:
@@ -52,7 +67,9 @@ class Command:
             return (f"MERGE ON {', '.join(self.on)} USING {list(self.rows)} "
                     f"WHEN NOT MATCHED THEN INSERT (only)")
         if self.kind == COMPACT:
-            return "COMPACT (rewrite_data_files)" + (f" WHERE {self.where_text}" if self.where else "")
+            opts = "".join(f" {k}={str(v).lower()}" for k, v in self.options)
+            return ("COMPACT (rewrite_data_files" + opts + ")"
+                    + (f" WHERE {self.where_text}" if self.where else ""))
         if self.kind == OVERWRITE:
             return f"overwrite({self.where_text}) with {list(self.rows)}"
         return f"overwritePartitions() with {list(self.rows)}"

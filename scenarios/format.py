@@ -21,7 +21,8 @@ from icecheck.models.operations import Operation, Validations
 from icecheck.models.system import OUTCOMES
 from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig, property_error
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
-from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, INSERT, MERGE, MERGE_INSERT,
+from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
+                                           MERGE_INSERT,
                                            OVERWRITE_PARTITIONS, UPDATE, Command)
 
 from .errors import InputError
@@ -794,4 +795,15 @@ def parse_command(ctx, table, node, parent) -> Command:
         for c in on:
             if c not in table.schema.names:
                 raise ctx.fail(f"MERGE on unknown column {c!r}", node, "on")
-    return Command(kind, where, sets, rows, on, str(node.get("where", "")))
+    options = ()
+    if "options" in node:
+        onode = ctx.mapping(node["options"], "COMPACT options", node, "options")
+        for name, value in onode.items():
+            if name not in COMPACT_OPTIONS:
+                raise ctx.fail(f"unknown rewrite_data_files option {name!r}; the model follows "
+                               f"{', '.join(sorted(COMPACT_OPTIONS))}", onode, name)
+            typ = COMPACT_OPTIONS[name][0]
+            if not isinstance(value, typ):
+                raise ctx.fail(f"option {name} must be {typ.__name__}", onode, name)
+        options = tuple(sorted(onode.items()))
+    return Command(kind, where, sets, rows, on, str(node.get("where", "")), options)

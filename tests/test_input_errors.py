@@ -35,6 +35,14 @@ CASES = {
     "rewrite-adds-rows": (GOOD_HEAD + "  d2: {rows: [[1, a], [2, a]]}\nsteps:\n  - commit: {op: append, add: [d1]}\n"
                           "  - commit: {op: rewrite, delete: [d1], add: [d2]}\n", 10,
                           "Invalid REPLACE operation: 2 added records > 1 replaced records"),
+    "compact-option-not-modelled": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
+                                    + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
+                                    "      options:\n        partial-progress.enabled: true\n",
+                                    13, "unknown rewrite_data_files option 'partial-progress.enabled'"),
+    "compact-option-type": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
+                            + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
+                            "      options: {use-starting-sequence-number: 'no'}\n",
+                            12, "option use-starting-sequence-number must be bool"),
     "commit-before-begin": (GOOD_HEAD + "steps:\n  - commit: w1\n", 8, "writer w1 has not begun"),
     "version-bool": (GOOD_HEAD.replace("version: 1", "version: true") +
                      "steps:\n  - commit: {op: append, add: [d1]}\n", 1,
