@@ -329,24 +329,12 @@ def properties_html(session) -> str:
 
 def diff_html(session, d: Diff) -> str:
     a = session.last_action
-    parts = ['<section class="card" id="diff"><h2>Changes</h2>']
-    if a is None:
-        parts.append('<p class="muted">the initial state (no previous state)</p></section>')
-        return "".join(parts)
-    from icecheck.traces.explain import step_event
-    ev = step_event(session.model, session.config.key, session.previous, a, session.state)
-    parts.append(f'<p class="event">step {session.at}: <code>{esc(a)}</code>: {esc(ev.sentence)}</p>'
-                 '<ul class="difflist">')
-    for _, label, text in d.added:
-        parts.append(f'<li class="d-add">+ {esc(label)}: {esc(text)}</li>')
-    for _, label, old, new in d.changed:
-        parts.append(f'<li class="d-chg">~ {esc(label)}: <s>{esc(old)}</s> &rarr; {esc(new)}</li>')
-    for _, label, text in d.removed:
-        parts.append(f'<li class="d-del">&minus; {esc(label)}: {esc(text)}</li>')
-    if d.empty:
-        parts.append('<li class="muted">nothing visible changed</li>')
-    parts.append("</ul></section>")
-    return "".join(parts)
+    sentence = ""
+    if a is not None:
+        from icecheck.traces.explain import step_event
+        sentence = step_event(session.model, session.config.key, session.previous, a,
+                              session.state).sentence
+    return _render("diff.html", action=a, at=session.at, sentence=sentence, d=d)
 
 
 # -- the dependency graph ----------------------------------------------------------------------
@@ -389,29 +377,23 @@ def dependency_graphviz(session):
 
 
 def graph_html(session) -> str:
-    parts = ['<section class="card" id="graph"><h2>Dependency graph</h2>']
     try:
         dg, g, cycles = dependency_graphviz(session)
     except Exception as e:  # noqa: BLE001 - the graph is a view: show why, never fail the page
-        return "".join(parts) + f'<p class="muted">cannot build the graph: {esc(e)}</p></section>'
-    if g.number_of_nodes() == 0:
-        parts.append('<p class="muted">no committed operation yet</p>')
-    elif dot_available():
+        return _render("graph.html", error=str(e))
+    svg = dot_error = None
+    if g.number_of_nodes() and dot_available():
         try:
-            parts.append('<div class="svg">' + _strip_xml(dg.pipe(format="svg").decode()) + "</div>")
+            svg = _strip_xml(dg.pipe(format="svg").decode())
         except Exception as e:  # noqa: BLE001
-            parts.append(f'<p class="muted">Graphviz failed: {esc(e)}</p>')
-    else:
-        parts.append('<p class="muted">(install Graphviz\'s <code>dot</code> to draw it)</p><ul>'
-                     + "".join(f"<li>{esc(a)} -{esc(t.get('type'))}-&gt; {esc(b)}</li>"
-                               for a, b, t in g.edges(data=True)) + "</ul>")
-    for anomaly, edges in cycles:
-        steps = "; ".join(f"{a} -{t}-> {b} on {session.config.key}={k!r}" for a, b, t, k in edges)
-        parts.append(f'<p class="cycle">cycle ({esc(anomaly)}): {esc(steps)}</p>')
-    if g.number_of_nodes() and not cycles:
-        parts.append('<p class="small muted">no cycle</p>')
-    parts.append("</section>")
-    return "".join(parts)
+            dot_error = str(e)
+    key = session.config.key
+    return _render("graph.html", error=None, nodes=g.number_of_nodes(), svg=svg,
+                   dot_error=dot_error,
+                   edges=[(a, b, t.get("type")) for a, b, t in g.edges(data=True)],
+                   cycles=[(anomaly, "; ".join(f"{a} -{t}-> {b} on {key}={k!r}"
+                                               for a, b, t, k in edges))
+                           for anomaly, edges in cycles])
 
 
 # -- whole views -------------------------------------------------------------------------------
@@ -430,16 +412,10 @@ def state_sections(session) -> dict[str, str]:
 
 def notebook_html(session) -> str:
     """A self-contained fragment (its own scoped style) for Jupyter."""
-    s = state_sections(session)
-    path = " ".join(session.path) or "(initial state)"
-    return (f"<div class=\"icx\"><style>{css()}</style>"
-            f"<div class=\"head\"><b>{esc(session.title)}</b> &middot; step {session.at} of "
-            f"{len(session.full_path)} &middot; <code>{esc(path)}</code><br>"
-            f"<span class=\"small\">enabled: {esc(', '.join(session.actions()) or 'none (final)')}"
-            f"</span></div>"
-            f"<div class=\"cols\"><div class=\"col\">{s['diff']}{s['table']}{s['snapshots']}"
-            f"{s['tree']}</div><div class=\"col\">{s['properties']}{s['writers']}{s['graph']}"
-            f"</div></div></div>")
+    return _render("notebook.html", css=css(), title=session.title, at=session.at,
+                   total=len(session.full_path), path=" ".join(session.path) or "(initial state)",
+                   enabled=", ".join(session.actions()) or "none (final)",
+                   s=state_sections(session))
 
 
 def state_svg(session) -> str:
