@@ -300,6 +300,11 @@ def bench_corpus(workers: int, log) -> list[dict]:
     return out
 
 
+def _viol(shortest: dict) -> str:
+    """'isolation (6), undelete (6)': each property found, with its shortest trace length."""
+    return ", ".join(f"{p} ({n})" for p, n in sorted(shortest.items())) or "none"
+
+
 def _mem(v) -> str:
     return f"{v / 1024:,.1f} KiB" if v else "-"
 
@@ -329,7 +334,7 @@ def render_md(doc: dict) -> str:
         for b in doc["configs"]:
             r, u = b["reduced"], b["unreduced"]
             ge = ">=" if b["reduction_is_lower_bound"] else ""
-            viol = ", ".join(f"{p} ({n})" for p, n in sorted(r["shortest"].items())) or "none"
+            viol = _viol(r["shortest"])
             L.append(f"| {b['id']} | {r['states']:,}{'' if r['complete'] else ' (cut)'} | "
                      f"{r['seconds']} | {r['states_per_s_per_core']:,.0f} | "
                      f"{r.get('baseline_states_per_s', 0):,.0f} | **{r.get('ratio')}** | "
@@ -345,7 +350,7 @@ def render_md(doc: dict) -> str:
               "| writers | ops | states | complete | depth | s | states/s | ratio | memory/state "
               "| violations (shortest) |", "|---|---|---|---|---|---|---|---|---|---|"]
         for c in g["cells"]:
-            viol = ", ".join(f"{p} ({n})" for p, n in sorted(c["shortest"].items())) or "none"
+            viol = _viol(c["shortest"])
             L.append(f"| {c['writers']} | {c['ops']} | {c['states']:,} | "
                      f"{'**cut**' if c['cut'] else 'yes'} | {c['max_depth']} | {c['seconds']} | "
                      f"{c['states_per_s']:,.0f} | {c['ratio']} | {_mem(c['bytes_per_state'])} | "
