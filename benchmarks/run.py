@@ -396,7 +396,10 @@ def render_md(doc: dict) -> str:
 
 def compute_targets(doc: dict) -> list[dict]:
     configs, corpus = doc.get("configs", []), doc.get("corpus", [])
-    canon = [b for b in configs if b["id"].startswith("canonical")] or configs
+    canon = [b for b in configs if b["id"].startswith("canonical")]
+    which = "every canonical profile"
+    if not canon:
+        canon, which = configs, "every configuration measured (this run has no canonical one)"
     out = []
     if canon:
         rate = min(b["reduced"]["states_per_s_per_core"] for b in canon)
@@ -406,7 +409,7 @@ def compute_targets(doc: dict) -> list[dict]:
         ratios = [b["reduced"].get("ratio") for b in canon]
         if all(r is not None for r in ratios):
             out.append({"target": f"distinct states/s per core at least {TARGET_RATIO} of the "
-                                  f"two-phase-commit BFS's, on every canonical profile",
+                                  f"two-phase-commit BFS's, on {which}",
                         "met": min(ratios) >= TARGET_RATIO,
                         "measured": f"{min(ratios)} to {max(ratios)}"})
     if corpus:
