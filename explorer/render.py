@@ -5,6 +5,8 @@ Every displayed fact has a stable key (``snap:1001``, ``entry:snap-1001-m1.avro:
 ``w:w2:phase``, ...). ``facts(state)`` maps keys to their text; the diff between two states is
 the keys added, changed and removed, and the HTML marks the added and changed ones. The web page
 and the notebook view (``Session.render``) share these functions and ``static/explorer.css``.
+The HTML itself is in Jinja2 templates (``templates/sections/``, autoescaped); this module
+gathers what each section shows.
 """
 
 from __future__ import annotations
@@ -165,22 +167,17 @@ def _render(name: str, **values) -> str:
     global _ENV
     if _ENV is None:
         from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-        from markupsafe import Markup
 
         folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates", "sections")
         _ENV = Environment(loader=FileSystemLoader(folder), autoescape=select_autoescape(["html"]),
                            undefined=StrictUndefined)
         _ENV.filters["pyrepr"] = repr
-        # the opening of a key/value line; the template writes the value and closes it
-        _ENV.globals["kv"] = lambda label, key, d: Markup(
-            f'<div class="kv{d.cls(key)}" data-key="{esc(key)}"><span class="k">{esc(label)}'
-            f'</span> <span class="v">')
+        _ENV.filters["tuplestr"] = lambda r: str(tuple(r))
+        _ENV.tests["data_file"] = lambda f: isinstance(f, DataFile)
+        _ENV.tests["delete_file"] = lambda f: isinstance(f, DeleteFile)
+        _ENV.globals.update(equality=EQUALITY_DELETES, content_label=_content_label,
+                            intent_text=_intent_text, record_text=_record_text)
     return _ENV.get_template(name).render(**values)
-
-
-def _kv(label: str, value: str, key: str, d: Diff) -> str:
-    return (f'<div class="kv{d.cls(key)}" data-key="{esc(key)}"><span class="k">{esc(label)}</span> '
-            f'<span class="v">{value}</span></div>')
 
 
 def table_html(session, d: Diff) -> str:
@@ -197,27 +194,6 @@ def snapshot_log_html(session, d: Diff) -> str:
     return _render("snapshots.html", meta=meta, snapshots=snaps, d=d)
 
 
-def _file_html(state: State, f, live_positions: set | None) -> str:
-    if isinstance(f, DataFile):
-        if f.rows is None:
-            return f'<span class="muted">{f.record_count} row(s), not materialized</span>'
-        items = []
-        for i, r in enumerate(f.rows):
-            gone = live_positions is not None and (f.path, i) not in live_positions
-            items.append(f'<li class="{"deleted" if gone else ""}" '
-                         f'title="{"deleted by a delete file" if gone else "live"}">'
-                         f"<code>{i}: {esc(tuple(r))}</code></li>")
-        return '<ul class="frows">' + "".join(items) + "</ul>"
-    if isinstance(f, DeleteFile):
-        if f.content == EQUALITY_DELETES:
-            return (f'<span class="small">equality on ({esc(", ".join(f.equality_columns))}):</span>'
-                    '<ul class="frows">' + "".join(f"<li><code>{esc(tuple(r))}</code></li>"
-                                                   for r in f.equality_rows) + "</ul>")
-        return ('<ul class="frows">' + "".join(f"<li><code>{esc(p)} @ {pos}</code></li>"
-                                               for p, pos in f.positions) + "</ul>")
-    return ""
-
-
 def _content_label(f) -> str:
     return {"data": "data", "position_deletes": "pos-del", "equality_deletes": "eq-del",
             "dv": "DV"}.get(f.content, f.content)
@@ -226,101 +202,19 @@ def _content_label(f) -> str:
 def tree_html(session, d: Diff) -> str:
     state, model = session.state, session.model
     snap = state.metadata.current
-    parts = ['<section class="card" id="tree"><h2>Metadata tree</h2>']
     if snap is None:
-        parts.append('<p class="muted">no current snapshot: the table is empty</p></section>')
-        return "".join(parts)
+        return _render("tree.html", snap=None)
     live = {(r.path, r.position) for r in read_rows(state.store.archive(), snap, model.table.schema.names)}
     mlist: ManifestList = state.store[snap.manifest_list]
-    mkey = f"mlist:{mlist.path}"
-    parts.append(f'<ul class="tree"><li class="node" data-key="{esc(mkey)}">'
-                 f'<span class="nh{d.cls(mkey)}"><span class="tag ml">manifest list</span> '
-                 f'<code>{esc(mlist.path)}</code> '
-                 f'<span class="small">(snapshot {snap.snapshot_id}, seq {snap.sequence_number}, '
-                 f'{esc(snap.operation)})</span></span><ul>')
-    for mp in mlist.manifests:
-        m: Manifest = state.store[mp]
-        key = f"manifest:{mp}"
-        parts.append(f'<li class="node" data-key="{esc(key)}"><span class="nh{d.cls(key)}">'
-                     f'<span class="tag mf">{esc(m.content)} manifest</span> <code>{esc(mp)}</code> '
-                     f'<span class="small">added by snapshot {m.added_snapshot_id}, seq '
-                     f'{m.sequence_number}</span></span><ul>')
-        for e in m.entries:
-            key = f"entry:{mp}:{e.file.path}"
-            parts.append(
-                f'<li class="node entry st-{e.status.lower()}" data-key="{esc(key)}">'
-                f'<span class="nh{d.cls(key)}"><span class="status {e.status.lower()}">{e.status}'
-                f'</span> <span class="tag c-{_content_label(e.file).lower()}">'
-                f'{_content_label(e.file)}</span> <code>{esc(e.file.path)}</code> '
-                f'<span class="small">snapshot {e.snapshot_id}, data seq {e.data_sequence_number}, '
-                f'file seq {e.file_sequence_number}'
-                f'{", partition " + esc(e.file.partition) if e.file.partition else ""}</span></span>'
-                + _file_html(state, e.file, live if e.is_live else None) + "</li>")
-        parts.append("</ul></li>")
-    parts.append("</ul></li></ul>")
-    gone = [(k, label) for k, label, _ in d.removed
-            if k.startswith(("manifest:", "entry:", "mlist:"))]
-    if gone:
-        parts.append('<div class="d-del">no longer in the tree: '
-                     + ", ".join(esc(label) for _, label in gone) + "</div>")
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def _files_list(files, state: State) -> str:
-    if not files:
-        return '<span class="muted">none</span>'
-    return '<ul class="files">' + "".join(
-        f'<li><span class="tag c-{_content_label(f).lower()}">{_content_label(f)}</span> '
-        f"<code>{esc(f.path)}</code> {_file_html(state, f, None)}</li>" for f in files) + "</ul>"
+    gone = [label for k, label, _ in d.removed if k.startswith(("manifest:", "entry:", "mlist:"))]
+    return _render("tree.html", snap=snap, mlist=mlist, live=live, d=d, gone=gone,
+                   manifests=[(mp, state.store[mp]) for mp in mlist.manifests])
 
 
 def writers_html(session, d: Diff) -> str:
     state = session.state
-    parts = ['<section class="card" id="writers"><h2>Writers</h2>']
-    for w in state.writers:
-        key = f"w:{w.name}:phase"
-        parts.append(f'<div class="writer" data-writer="{esc(w.name)}">'
-                     f'<h3>{esc(w.name)} <span class="phase ph-{esc(w.phase)}{d.cls(key)}" '
-                     f'data-key="{esc(key)}">{esc(w.phase)}</span></h3>')
-        if w.active:
-            op = w.operation
-            parts.append(_kv("base snapshot", esc(w.base_snapshot_id)
-                             + f' <span class="small">(<code>{esc(w.base_path)}</code>)</span>',
-                             f"w:{w.name}:base", d))
-            parts.append(_kv("operation", f"<b>{esc(_intent_text(w.intent))}</b> &rarr; "
-                             f"{esc(JAVA_NAMES.get(op.kind, op.kind))}", f"w:{w.name}:op", d))
-            parts.append(_kv("attempt", esc(w.attempt + 1), f"w:{w.name}:attempt", d))
-            enabled = op.validations.enabled()
-            parts.append(f'<div class="kv"><span class="k">validations</span> <span class="v small">'
-                         f'{esc(", ".join(enabled) or "none")}</span></div>')
-            planned = [("adds", list(op.add_data) + list(op.add_deletes)),
-                       ("removes", list(op.delete_data) + list(op.remove_deletes))]
-            for label, files in planned:
-                if files:
-                    parts.append(f'<div class="kv"><span class="k">plans: {label}</span>'
-                                 f"{_files_list(files, state)}</div>")
-            if w.pending_path:
-                parts.append(f'<div class="kv"><span class="k">pending commit</span> snapshot '
-                             f'{esc(w.pending_snapshot_id)} in <code>{esc(w.pending_path)}</code>'
-                             f'</div>')
-            if w.refreshed_path:
-                parts.append(f'<div class="kv"><span class="k">refreshed to</span> '
-                             f'<code>{esc(w.refreshed_path)}</code></div>')
-        wrote = _wrote(state, w)
-        parts.append(_kv("wrote", ", ".join(f"<code>{esc(p)}</code>" for p in wrote)
-                         or '<span class="muted">nothing yet</span>', f"w:{w.name}:wrote", d))
-        if w.history:
-            parts.append('<div class="k">finished operations</div><ul class="history">')
-            for r in w.history:
-                key = f"h:{w.name}:{r.index}"
-                bad = r.outcome not in ("committed", "noop")
-                parts.append(f'<li class="outcome-{esc(r.outcome)}{" bad" if bad else ""}'
-                             f'{d.cls(key)}" data-key="{esc(key)}">{esc(_record_text(r))}</li>')
-            parts.append("</ul>")
-        parts.append("</div>")
-    parts.append("</section>")
-    return "".join(parts)
+    return _render("writers.html", writers=state.writers, d=d, java_names=JAVA_NAMES,
+                   wrote={w.name: _wrote(state, w) for w in state.writers})
 
 
 def properties_html(session) -> str:
