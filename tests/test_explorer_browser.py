@@ -198,9 +198,26 @@ def test_long_text_wraps_in_a_narrow_window(browser, trace_server):
                 + "~".join(UNDELETE).replace("#", "%23"))
         assert pg.locator(".prop.violated").count() >= 1
         widths = pg.evaluate("""() => Array.from(document.querySelectorAll(
-            '.vmsg, .vwhy, .notice, section.card')).map(e => e.scrollWidth - e.clientWidth)""")
+            '.vmsg, .vwhy, .notice, section.card, #inevitable')).map(e => e.scrollWidth - e.clientWidth)""")
         assert widths and max(widths) <= 1, widths
         page_width = pg.evaluate("() => document.documentElement.scrollWidth")
         assert page_width <= 700, page_width
     finally:
         ctx.close()
+
+
+def test_the_step_where_the_anomaly_became_inevitable(page, trace_server, shots):
+    """The path bar outlines step 4 (w1's UPDATE committed: from there every completion
+    undeletes) and the line under it links there; the link lands on step 4, where the property
+    still holds."""
+    page.goto(trace_server)
+    line = page.locator("#inevitable")
+    assert "undelete" in line.inner_text() and "after step 4" in line.inner_text()
+    marked = page.locator(".path a.inevitable")
+    assert marked.count() == 1 and marked.get_attribute("data-k") == "4"
+    assert marked.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
+    line.locator("a").click()
+    page.wait_for_load_state()
+    assert step_no(page) == 4
+    assert "holds" in property_item(page, "undelete").get_attribute("class")
+    page.screenshot(path=os.path.join(shots, "explorer-undelete-inevitable.png"), full_page=True)
