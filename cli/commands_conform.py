@@ -107,8 +107,9 @@ def _java_ready() -> None:
               help="Java catalog for every scenario (default: from the scenario's catalog: "
                    "put_if_absent -> hadoop, cas -> jdbc).")
 @click.option("--random", "random_n", type=int, default=None, metavar="N",
-              help="Differential mode (--target java only): N random scenarios (Hypothesis), "
-                   "shrunk on disagreement.")
+              help="Differential mode (--target java, or mixed: random Spark + PyIceberg "
+                   "scenarios, docs/conformance-mixed.md): N random scenarios (Hypothesis), "
+                   "shrunk on disagreement (java).")
 @click.option("--seed", type=int, default=None, help="Seed for --random (default: random).")
 @click.option("--no-shrink", is_flag=True, help="With --random: do not shrink disagreements.")
 @click.option("--allowlist", "allowlist_path", default=None, metavar="FILE",
@@ -134,8 +135,12 @@ def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | N
             _fail_input("--random takes no SCENARIO arguments")
         if random_n < 1:
             _fail_input("--random N needs N >= 1")
+        if target == "mixed":
+            _run_random_mixed(module, random_n, seed, allowlist, as_json)
+            return
         if target != "java":
-            _fail_input(f"--random is only implemented for --target java, not {target}")
+            _fail_input(f"--random is only implemented for --target java and mixed, not "
+                        f"{target}")
         _java_ready()
         _run_random(random_n, seed, catalog, allowlist, as_json, not no_shrink)
         return
@@ -282,6 +287,44 @@ def _summary_line(results, target: str = "java") -> str:
     head = "[bold red]DISAGREE[/]" if bad else "[green]OK[/]"
     return (f"\n{head} icecheck conform --target {target}: {s['scenarios']} scenarios "
             f"({s['operations']} operations compared): " + ", ".join(parts))
+
+
+def _run_random_mixed(module, n: int, seed: int | None, allowlist, as_json: bool) -> None:
+    """``--target mixed --random N``: random two-engine scenarios on one real table."""
+    import random as _random
+
+    from icecheck.conformance.mixed_differential import run_mixed_differential
+    from icecheck.conformance.targets import TargetUnavailable
+
+    try:
+        module.ready()
+    except TargetUnavailable as e:
+        _fail_input(f"--target mixed is not available here: {e}")
+    if seed is None:
+        seed = _random.SystemRandom().randrange(2 ** 31)
+    t0 = time.perf_counter()
+
+    def progress(i, c):
+        if not as_json:
+            err.print(f"[{i}/{n}] {c.status} {time.perf_counter() - t0:.0f} s")
+
+    err.print(f"icecheck conform --target mixed --random {n} --seed {seed}")
+    res = run_mixed_differential(n, seed, allowlist=allowlist, progress=progress,
+                                 save_dir=os.path.join(_repo_root(), "reports", "conformance"))
+    doc = res.as_json()
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        for (d, c), path in zip(res.disagreements, res.saved):
+            out.print(f"\n[bold red]{c.status}[/] saved to {escape(path)}", markup=True)
+            for line in c.differences or [c.reason or ""]:
+                out.print(f"  {escape(line)}")
+        out.print(f"\nseed {seed}: {n} scenarios, {res.compared} compared: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(res.statuses.items())))
+        if res.skip_reasons:
+            out.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in res.skip_reasons.items()))
+        out.print(f"commands compared: {doc['commands_compared']}; wall {doc['wall_seconds']} s")
+    sys.exit(EXIT_FAILED if res.disagreements else EXIT_OK)
 
 
 def _run_random(n: int, seed: int | None, catalog, allowlist, as_json: bool,

@@ -306,6 +306,9 @@ class PyWriter:
         log = logging.getLogger("pyiceberg.table")
         level = log.level
         log.setLevel(logging.ERROR)      # "Commit failed ..., retrying" is expected here
+        # counted now, not at begin: another writer (another engine too) may have committed
+        # in between, and only a snapshot of this commit makes it more than a no-op
+        self.snapshots_before = self.pt.snapshot_count()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
