@@ -728,9 +728,11 @@ class FromState:
 
 def shortest_path(model: Model, start: State, goal: Callable[[State], bool], *,
                   max_states: int = 20000, max_depth: int = 60,
-                  time_budget: float | None = None) -> FromState:
+                  time_budget: float | None = None,
+                  avoid: Callable[[State], bool] | None = None) -> FromState:
     """Breadth-first search from ``start`` to the nearest state satisfying ``goal`` (fewest
-    actions), states deduplicated by digest. ``found`` is the list of actions or None. The
+    actions), states deduplicated by digest, never passing through a state satisfying
+    ``avoid``. ``found`` is the list of actions or None. The
     optional ``time_budget`` (seconds) is for interactive callers (the explorer's server);
     tests and reports bound by ``max_states``/``max_depth`` only."""
     from collections import deque
@@ -753,6 +755,8 @@ def shortest_path(model: Model, start: State, goal: Callable[[State], bool], *,
             if k in parents:
                 continue
             parents[k] = (key, a)
+            if avoid is not None and avoid(nxt):
+                continue
             if goal(nxt):
                 path: list[Action] = []
                 cur: str | None = k

@@ -25,6 +25,9 @@ def test_undelete_becomes_inevitable_when_the_update_commits():
     doc, cfg, model, run = _load("undelete-v2-mor-snapshot.json")
     r = inevitable_step(model, run, "undelete", cfg.key)
     assert r.step == 4 and r.cut_at is None          # w1.cas: the UPDATE is in the table
+    # the witness from step 3: w2 commits its DELETE first, w1's UPDATE loses and fails
+    assert r.escape == ("w2.refresh", "w2.cas", "w1.cas", "w1.refresh")
+    assert "(e.g. w2.refresh w2.cas w1.cas w1.refresh)" in r.text(len(run.actions))
 
     def goal(s):
         return "undelete" in violated(model, s, cfg.key)

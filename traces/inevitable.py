@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from icecheck.engines.explicit import inevitable
+from icecheck.engines.explicit import inevitable, shortest_path
 
 # States each prefix's search may visit (shared memo: a later prefix's verdicts answer for an
 # earlier one). Big enough for the corpus traces; a cut search is reported, never guessed.
@@ -21,6 +21,7 @@ class Inevitable:
     step: int | None       # the state after this many actions; None: not even at the end
     explored: int          # distinct states searched
     cut_at: int | None     # the prefix whose search a bound cut (the answer may be earlier)
+    escape: tuple[str, ...] | None = None   # from the step before: a completion that avoids it
 
     def text(self, total: int) -> str:
         if self.step is None:
@@ -28,7 +29,8 @@ class Inevitable:
         where = ("from the start (the configuration alone makes it certain)" if self.step == 0
                  else f"after step {self.step}")
         avoid = ("" if self.step == 0 else
-                 f"; from step {self.step - 1} some schedule still avoids it")
+                 f"; from step {self.step - 1} some schedule still avoids it"
+                 + (f" (e.g. {' '.join(self.escape)})" if self.escape else ""))
         cut = (f" (the search from step {self.cut_at} was cut at its bound of states, so it may "
                f"have been inevitable earlier)" if self.cut_at is not None else "")
         return (f"inevitable {where}: every way the writers can go on reaches it"
@@ -53,6 +55,12 @@ def inevitable_step(model, run, prop: str, key: str, *,
         if r.found is None:
             return Inevitable(earliest, explored, k)
         if not r.found:
-            break
+            # a witness: the shortest completion from here that ends (no action enabled)
+            # without ever violating (None when every escape loops forever instead)
+            w = shortest_path(model, run.states[k], lambda s: not model.actions(s),
+                              avoid=goal, max_states=max_states)
+            explored += w.explored
+            escape = tuple(str(a) for a in w.found) if w.found else None
+            return Inevitable(earliest, explored, None, escape)
         earliest = k
     return Inevitable(earliest, explored, None)
