@@ -89,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     total = {k: sum(d[k] for d, _ in runs) for k in ("scenarios", "compared", "agreements",
                                                        "disagreements", "allowed", "skipped",
                                                        "errors", "rejected")}
+    features: dict[str, dict[str, int]] = {}
+    for d, _ in runs:
+        for name, row in d.get("features", {}).items():
+            acc = features.setdefault(name, {"compared": 0, "agree": 0, "disagree": 0,
+                                             "other": 0})
+            for k in acc:
+                acc[k] += row.get(k, 0)
+    total["features"] = dict(sorted(features.items()))
     report = {"seeds": seeds, "per_seed": [d for d, _ in runs], "total": total,
               "iceberg_java": iceberg_version(), "model_rules": "1.10",
               "total_seconds": round(time.perf_counter() - t_all, 1),
@@ -127,6 +135,17 @@ def _markdown(report: dict, doc_yaml, runs) -> str:
     lines += [f"| **all** | {t['scenarios']} | {t['compared']} | {t['agreements']} | "
               f"{t['disagreements']} | {t['allowed']} | {t['skipped']} | {t['errors']} | | | "
               f"{report['total_seconds']} |", ""]
+    if t.get("features"):
+        lines += ["## Per feature", "",
+                  "Scenarios (over all seeds) that used each operation kind or switch, and how "
+                  "they ended (`to_branch`: a commit with `branch:`; `append_only`, "
+                  "`remove_rows`: ReplacePartitions.validateAppendOnly, RowDelta.removeRows; "
+                  "`manifest_merge`: a small `commit.manifest.min-count-to-merge`).", "",
+                  "| feature | compared | agree | disagree | other (allowed/error) |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| `{k}` | {v['compared']} | {v['agree']} | {v['disagree']} | {v['other']} |"
+                  for k, v in t["features"].items()]
+        lines.append("")
     n = 0
     for doc, res in runs:
         if doc["skip_reasons"]:
