@@ -84,14 +84,15 @@ def _matches(rule: dict, profile, catalog: str, fv: int, v: Violation) -> bool:
         if not isinstance(profile, tuple) or not all(
                 any(fnmatch.fnmatchcase(p, g) for p in profile) for g in _as_list(rule["mixed"])):
             return False
-    elif not isinstance(profile, str):
-        return False
+    elif profile is not None and not isinstance(profile, str):
+        return False   # a mixed run's tuple; None (raw operations, no profile) matches plain rules
     if "property" in rule and v.property not in _as_list(rule["property"]):
         return False
-    if "profile" in rule and not any(fnmatch.fnmatchcase(profile, p)
-                                     for p in _as_list(rule["profile"])):
+    if "profile" in rule and (profile is None or not any(fnmatch.fnmatchcase(profile, p)
+                                                         for p in _as_list(rule["profile"]))):
         return False
-    if "isolation" in rule and _isolation_of(profile) not in _as_list(rule["isolation"]):
+    if "isolation" in rule and (profile is None
+                                or _isolation_of(profile) not in _as_list(rule["isolation"])):
         return False
     if "catalog" in rule and catalog not in _as_list(rule["catalog"]):
         return False
