@@ -264,17 +264,28 @@ class Fingerprinter:
     def _store_digest(self, store: ObjectStore, p: Perm) -> int:
         # incremental: the store it was derived from (still alive: its state is being
         # expanded) plus the objects added since; the sum is order-independent
+        # Deleted paths count too (a store that lost objects to ExpireSnapshots' clean-up or
+        # a phantom failure's cleanAll is another state: what a reader can still open differs).
         base = store._base() if store._base is not None else None
         objs = store._objects
         if base is not None:
             total = self.store_digest(base, p)
             for k in store._added:
                 total += int.from_bytes(self._item(k, objs[k], p), "little")
+            for k in store._deleted - base._deleted:
+                total += self._gone(k, p)
             return total % _MOD
         total = 0
         for k, obj in objs.items():
             total += int.from_bytes(self._item(k, obj, p), "little")
+        for k in store._deleted:
+            total += self._gone(k, p)
         return total % _MOD
+
+    def _gone(self, key: str, p: Perm) -> int:
+        kb: list = [b"deleted:"]
+        self._enc(key, p, kb)
+        return int.from_bytes(_h(b"".join(kb)), "little")
 
     def _item(self, key: str, obj: Any, p: Perm) -> bytes:
         # the item digest depends on the key and the object; cache it on the object per key
