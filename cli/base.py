@@ -176,12 +176,13 @@ def print_trace(doc: dict) -> None:
 
 
 def finish_run(result, traces, save_dir: str | None, as_json: bool, report,
-               strict: bool = False) -> None:
+               strict: bool = False, cut: str | None = None) -> None:
     """The end of every ``explore`` engine: save the traces (``(property, trace)`` pairs; a
     later one of the same property wins), print the result as JSON or via ``report(result,
     saved)``, and exit by the one rule every command follows (README, "Exit codes"): 1 if a
     must-hold property failed that is not a recorded known finding (any, with ``strict``), or
-    if the run never reached its floor (``engines.config.floor_events``); else 0."""
+    if the run never reached its floor (``engines.config.floor_events``) or a bound cut it
+    (``cut``: why, printed as INCONCLUSIVE); else 0."""
     from icecheck.engines.config import missing_floor
 
     saved: dict[str, str] = {}
@@ -201,8 +202,10 @@ def finish_run(result, traces, save_dir: str | None, as_json: bool, report,
         err.print(f"[bold red]INCONCLUSIVE[/]: the run never reached {escape(', '.join(missing))} "
                   "(properties/reachability.py), so it checked nothing there; give it more "
                   "examples, states or time", markup=True)
+    if cut:     # a bound stopped the search before it exhausted the space: not a pass
+        err.print(f"[bold red]INCONCLUSIVE[/]: {escape(cut)}", markup=True)
     failed = result.failed if strict else result.failed_new
-    sys.exit(EXIT_FAILED if failed or missing else EXIT_OK)
+    sys.exit(EXIT_FAILED if failed or missing or cut else EXIT_OK)
 
 
 def save_trace(doc: dict, folder: str) -> str:

@@ -49,11 +49,13 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 
 
 @main.command()
-@click.option("--engine", type=click.Choice(["hypothesis", "bfs", "dfs", "z3"]),
+@click.option("--engine", type=click.Choice(["hypothesis", "bfs", "dfs", "spark-bfs", "z3"]),
               default="hypothesis", show_default=True,
               help="Exploration engine: hypothesis (random, shrinking), bfs (exhaustive, "
-                   "shortest counterexamples), dfs (exhaustive) or z3 (symbolic, bounded by "
-                   "--max-depth, default 10; see `icecheck z3 --help`).")
+                   "shortest counterexamples), dfs (exhaustive), spark-bfs (bfs with states "
+                   "and visited fingerprints partitioned over Spark executors; same states, "
+                   "verdicts and shortest counterexamples; see --master) or z3 (symbolic, "
+                   "bounded by --max-depth, default 10; see `icecheck z3 --help`).")
 @click.option("--profile", type=PROFILE, default=None,
               help="Engine profile (see `icecheck profiles`); required unless --trace.")
 @click.option("--writers", type=click.IntRange(1, 9), default=2, show_default=True)
@@ -103,16 +105,24 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--max-files", type=click.IntRange(0), default=None,
               help="bfs/dfs: do not expand states with more data/delete files than this.")
 @click.option("--max-states", type=click.IntRange(1), default=None,
-              help="bfs/dfs: stop after this many distinct states.")
+              help="bfs/dfs/spark-bfs: a memory bound: stop after this many distinct states; "
+                   "the run is INCONCLUSIVE (exit 1), not a pass.")
 @click.option("--no-symmetry", is_flag=True, help="bfs/dfs: no writer-symmetry reduction.")
 @click.option("--no-por", is_flag=True, help="bfs/dfs: no partial-order reduction.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="bfs: worker processes (default: every core). Results do not depend on it.")
+@click.option("--master", default=None,
+              help="spark-bfs: Spark master, local[N] or a cluster URL (default: spark-submit's "
+                   "--master when run by spark-submit, else local[*]).")
+@click.option("--partitions", type=click.IntRange(1, 4096), default=None,
+              help="spark-bfs: fingerprint partitions (default: twice Spark's parallelism). "
+                   "Results do not depend on it.")
 def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
             as_json, strict=False, interactive=False, trace=None, port=0, max_depth=None, retries=None,
             max_files=None, max_states=None, no_symmetry=False, no_por=False,
-            workers=None, phantom_failures=False, writer_profile=()) -> None:
+            workers=None, phantom_failures=False, writer_profile=(), master=None,
+            partitions=None) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
@@ -155,11 +165,12 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json,
                strict)
         return
-    if engine in ("bfs", "dfs"):
+    if engine in ("bfs", "dfs", "spark-bfs"):
         run_exhaustive(cfg, engine=engine, retries=retries, max_depth=max_depth,
                        max_files=max_files, max_states=max_states, symmetry=not no_symmetry,
                        por=not no_por, workers=workers, time_budget=time_budget,
-                       properties=properties, save_dir=save_dir, as_json=as_json, strict=strict)
+                       properties=properties, save_dir=save_dir, as_json=as_json, strict=strict,
+                       master=master, partitions=partitions)
         return
     progress, update = progress_bar(max_examples, f"exploring {cfg.name}")
     with progress:
@@ -207,8 +218,10 @@ def report_result(result, saved: dict[str, str]) -> None:
 
 # -- bfs / dfs ------------------------------------------------------------------------------------
 def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, symmetry, por,
-                   workers, time_budget, properties, save_dir, as_json, strict=False) -> None:
-    """``icecheck explore --engine bfs|dfs``: exhaust the configuration within the bounds."""
+                   workers, time_budget, properties, save_dir, as_json, strict=False,
+                   master=None, partitions=None) -> None:
+    """``icecheck explore --engine bfs|dfs|spark-bfs``: exhaust the configuration within the
+    bounds."""
     from rich.live import Live
     from rich.text import Text
 
@@ -232,16 +245,34 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         live.update(Text(line))
         plain.maybe(line)
 
+    if engine == "spark-bfs":
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            fail_input(InputError("needs pyspark and Java (pip install -e '.[conformance]')",
+                                  "--engine spark-bfs"))
     try:
         with live:
-            result = search(cfg, engine=engine, symmetry=symmetry, por=por, workers=workers,
-                            bounds=bounds, time_budget=time_budget, progress=progress,
-                            stop_on=frozenset(properties) or None)
+            if engine == "spark-bfs":
+                from icecheck.engines.spark_bfs import spark_search
+                result = spark_search(cfg, symmetry=symmetry, por=por, bounds=bounds,
+                                      master=master, partitions=partitions,
+                                      time_budget=time_budget, progress=progress,
+                                      stop_on=frozenset(properties) or None)
+            else:
+                result = search(cfg, engine=engine, symmetry=symmetry, por=por,
+                                workers=workers, bounds=bounds, time_budget=time_budget,
+                                progress=progress, stop_on=frozenset(properties) or None)
     except ValueError as e:
         fail_input(InputError(str(e), "--engine"))
     found = list(result.violations.values()) + list(result.allowed.values())
+    cut = None
+    if result.stopped == "max states":
+        cut = (f"--max-states {max_states:,} stopped the search before it exhausted the "
+               f"configuration ({result.states:,} states explored, {result.cut:,} more "
+               "found); a pass would cover only those states, so raise --max-states")
     finish_run(result, [(v.property, v.trace) for v in found if v.trace is not None], save_dir,
-               as_json, report_exhaustive, strict)
+               as_json, report_exhaustive, strict, cut=cut)
 
 
 def report_exhaustive(result, saved: dict[str, str]) -> None:
@@ -279,7 +310,7 @@ def report_exhaustive(result, saved: dict[str, str]) -> None:
 
 
 def _print_violation(label, v, result, saved, extra="") -> None:
-    kind = "shortest" if result.engine == "bfs" else "first found"
+    kind = "shortest" if result.engine in ("bfs", "spark-bfs") else "first found"
     actions = v.trace["actions"] if v.trace else v.actions
     out.print(f"\n{label} {escape(v.property)}{extra}: {kind} counterexample, {v.depth} actions, "
               f"after {v.states_before:,} states / {v.seconds:.2f}s: {escape(' '.join(actions))}",

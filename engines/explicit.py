@@ -35,6 +35,8 @@ from icecheck.models.metadata import TableMetadata
 from icecheck.models.system import Action, Model, State
 
 BFS, DFS = "bfs", "dfs"
+SPARK_BFS = "spark-bfs"            # engines/spark_bfs.py
+SHORTEST = (BFS, SPARK_BFS)        # engines whose counterexamples are shortest
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,30 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     return (s.catalog, d(meta, p), tuple(writers), s.store.deleted, extra)
 
 
+@dataclass
+class LevelStats:
+    """What expanding some states of a level adds to a ``Result`` (summed over workers)."""
+
+    coverage: Counter = field(default_factory=Counter)
+    enabled: int = 0
+    explored: int = 0
+    cut: int = 0
+    finals: int = 0
+    outcomes: set = field(default_factory=set)
+
+    def as_dict(self) -> dict:
+        return {"coverage": self.coverage, "enabled": self.enabled, "explored": self.explored,
+                "cut": self.cut, "finals": self.finals, "outcomes": self.outcomes}
+
+    def add_to(self, res: "Result") -> None:
+        res.coverage.update(self.coverage)
+        res.enabled_transitions += self.enabled
+        res.transitions += self.explored
+        res.cut += self.cut
+        res.final_states += self.finals
+        res.outcomes |= self.outcomes
+
+
 # -- the per-process worker ---------------------------------------------------------------------
 class Expander:
     """Expands states and judges them; holds the states it generated (one BFS level)."""
@@ -284,37 +310,44 @@ class Expander:
 
     def expand(self, items: list[tuple[bytes, frozenset | None]], depth: int) -> dict:
         """Judge and expand ``items`` (fingerprint, pruned action labels) of this level."""
-        model = self.model
         judged, edges = [], []
-        cov: Counter = Counter()
-        enabled_n = explored = cut = finals = 0
-        outcomes = set()
+        stats = LevelStats()
         for fp, pruned in items:
             s = self.states[fp]
             judged.append((fp, self.judge(s)))
-            actions = model.actions(s)
-            if not actions:
-                finals += 1
-                outcomes.add(self.outcome(s))
-                continue
-            if self.cut(s, depth):
-                cut += 1
-                continue
-            enabled_n += len(actions)
-            for a in actions:
-                label = str(a)
-                if pruned and label in pruned:
-                    continue
-                s2 = model.step(s, a)
-                explored += 1
-                self._coverage(cov, s, s2, a)
-                fp2, conc2 = self.fingerprints(s2)
+            for fp2, label, conc2, p2, s2 in self.successors(s, pruned, depth, stats):
                 if fp2 not in self.next:
                     self.next[fp2] = s2
-                p2 = pruned_after(a, model.actions(s2)) if self.por else frozenset()
                 edges.append((fp2, fp, label, conc2, p2))
-        return {"judged": judged, "edges": edges, "coverage": cov, "enabled": enabled_n,
-                "explored": explored, "cut": cut, "finals": finals, "outcomes": outcomes}
+        return {"judged": judged, "edges": edges, **stats.as_dict()}
+
+    def successors(self, s: State, pruned: frozenset | None, depth: int,
+                   stats: "LevelStats") -> list[tuple]:
+        """The explored edges out of ``s`` at ``depth``, in action order: (canonical
+        fingerprint, action label, concrete fingerprint, labels POR prunes after it, state).
+        Every engine (local BFS, ``engines/spark_bfs.py``) expands states through this."""
+        model = self.model
+        actions = model.actions(s)
+        if not actions:
+            stats.finals += 1
+            stats.outcomes.add(self.outcome(s))
+            return []
+        if self.cut(s, depth):
+            stats.cut += 1
+            return []
+        stats.enabled += len(actions)
+        out = []
+        for a in actions:
+            label = str(a)
+            if pruned and label in pruned:
+                continue
+            s2 = model.step(s, a)
+            stats.explored += 1
+            self._coverage(stats.coverage, s, s2, a)
+            fp2, conc2 = self.fingerprints(s2)
+            p2 = pruned_after(a, model.actions(s2)) if self.por else frozenset()
+            out.append((fp2, label, conc2, p2, s2))
+        return out
 
     @staticmethod
     def _coverage(cov: Counter, s: State, s2: State, a: Action) -> None:
@@ -696,7 +729,7 @@ def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) ->
         c_cfg, c_acts, property=prop, trace_id=trace_name(c_cfg, prop),
         title=f"{prop} under {cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
         found_by={"engine": engine, "explored_config": cfg.name,
-                  "search_actions": list(actions), "shortest": engine == BFS})
+                  "search_actions": list(actions), "shortest": engine in SHORTEST})
 
 
 def attach_traces(res: Result) -> None:

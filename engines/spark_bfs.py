@@ -1,0 +1,234 @@
+"""Distributed exhaustive search on PySpark (``icecheck explore --engine spark-bfs``).
+
+A level-synchronous BFS in the manner of TLC's distributed mode: the visited fingerprints (with
+each state's parent pointer) and the frontier are partitioned across executors by fingerprint
+hash (``fp_partition``). Each level
+
+1. expands the frontier where it lives (``mapPartitions``): every task judges and expands its
+   states with the very ``engines.explicit.Expander`` the local BFS uses (one per Python
+   worker, so its verdict memo survives across tasks) -- the same model, the same
+   fingerprints, the same partial-order reduction;
+2. sends each successor edge to the partition that owns its fingerprint (``reduceByKey``, with
+   a map-side combine): for every fingerprint the *first* edge in the local BFS's order
+   (parent fingerprint, then action order) wins, so a state's parent, its concrete
+   representative and its POR pruned set are exactly the local BFS's;
+3. drops the fingerprints the owning partition has seen (``zip`` of the visited partition with
+   the candidate partition of the same index: no shuffle of the visited set) and adds the new
+   ones with their parent pointers; the new states are the next frontier, left in place.
+
+The driver only sums per-level statistics and, for each property, keeps the least violating
+fingerprint of the first level that shows it (what the local BFS records first, since it judges
+a level in fingerprint order); the counterexample is rebuilt from the distributed parent
+pointers (one single-partition job per step), so it is a shortest one. States, transitions,
+final states, verdicts, coverage and counterexamples equal the local BFS's
+(``tests/test_explore_spark.py``).
+
+``local[N]`` by default; under ``spark-submit`` its ``--master`` stands (``sweep.distributed``).
+On a cluster the workers need icecheck importable (``ship_code``) and its dependencies.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections import Counter
+
+from icecheck.engines.explicit import (SPARK_BFS, Bounds, Expander, LevelStats, Progress,
+                                       Result, Violation, _Stop)
+
+
+def fp_partition(fp: bytes) -> int:
+    """The partitioner of fingerprints (deterministic: not Python's salted ``hash``)."""
+    return int.from_bytes(fp[:8], "big")
+
+
+# -- the executor side ------------------------------------------------------------------------
+_EXPANDERS: dict[bytes, Expander] = {}
+
+
+def _expander(spec: bytes) -> Expander:
+    """One Expander per configuration per Python worker (reused across tasks and levels)."""
+    ex = _EXPANDERS.get(spec)
+    if ex is None:
+        ex = _EXPANDERS[spec] = Expander(*pickle.loads(spec))
+    return ex
+
+
+def _expand_partition(spec: bytes, depth: int, items):
+    """Judge and expand this partition's frontier states: one ("S", summary) record, then
+    ("E", (fingerprint, candidate)) per explored edge."""
+    ex = _expander(spec)
+    stats = LevelStats()
+    firsts: dict[tuple, tuple] = {}         # (kind, property) -> (least fp, known)
+    counts: Counter = Counter()             # (kind, property) -> states
+    edges = []
+    for fp, s, pruned in items:
+        unexpected, known, allowed, events = ex.judge(s)
+        for kind, props in (("v", unexpected), ("a", allowed), ("r", events)):
+            for p in props:
+                counts[(kind, p)] += 1
+                if kind != "r":
+                    old = firsts.get((kind, p))
+                    if old is None or fp < old[0]:
+                        firsts[(kind, p)] = (fp, p in known)
+        for i, (fp2, label, conc2, p2, s2) in enumerate(ex.successors(s, pruned, depth, stats)):
+            # candidate: (order key, label, concrete fp, state, pruned, mixed)
+            edges.append(("E", (fp2, ((fp, i), label, conc2, s2, p2, False))))
+    yield ("S", (stats, firsts, counts))
+    yield from edges
+
+
+def _first_edge(a: tuple, b: tuple) -> tuple:
+    """Combine two candidates for one fingerprint as the local BFS does (``explicit._bfs``):
+    the first edge in (parent fp, action) order gives the parent and the concrete state; the
+    pruned set is the intersection over all edges, or empty once an edge reached another
+    concrete state of the orbit. Associative and commutative, so a map-side combine is safe."""
+    if b[0] < a[0]:
+        a, b = b, a
+    key, label, conc, state, pruned, mixed = a
+    other = b[5] or b[2] != conc
+    if pruned:
+        pruned = frozenset() if other else pruned & b[4]
+    return (key, label, conc, state, pruned, mixed or other)
+
+
+def _dedup(pair):
+    """(visited partition, candidate partition) -> (visited with the new states, new frontier
+    items (fp, state, pruned) in fingerprint order)."""
+    visited, cands = pair
+    new = []
+    for fp2, (key, label, _conc, state, pruned, _mixed) in cands:
+        if fp2 not in visited:
+            visited[fp2] = (key[0], label)
+            new.append((fp2, state, pruned))
+    new.sort(key=lambda x: x[0])
+    return visited, new
+
+
+# -- the driver -------------------------------------------------------------------------------
+def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds = Bounds(),
+                 master: str | None = None, partitions: int | None = None, spark=None,
+                 time_budget: float | None = None, progress: Progress | None = None,
+                 stop_on: frozenset[str] | None = None, evaluate: bool = True,
+                 traces: bool = True) -> Result:
+    """``engines.explicit.search(engine=BFS)`` with the levels spread over Spark executors.
+
+    ``spark``: a SparkSession to use (kept running); else one is made for ``master`` (None:
+    spark-submit's, else ``local[*]``) and stopped at the end. ``partitions``: how many ways
+    the fingerprints are split (default twice the default parallelism)."""
+    from icecheck.engines.explicit import attach_traces, check_bounds
+
+    if symmetry:
+        check_bounds(cfg)
+    start = time.monotonic()
+    deadline = start + time_budget if time_budget is not None else None
+    own = spark is None
+    if own:
+        from icecheck.sweep.distributed import spark_session
+        spark = spark_session(master, app="icecheck-spark-bfs")
+    sc = spark.sparkContext
+    nparts = partitions or max(2, 2 * sc.defaultParallelism)
+    driver = Expander(cfg, symmetry, por, bounds, evaluate)
+    res = Result(cfg, SPARK_BFS, symmetry, por, sc.defaultParallelism, bounds)
+    res.symmetry_classes = driver.classes
+    res.note_symmetry(driver.fp.note)
+    res.notes.append(f"spark master {sc.master}, {nparts} fingerprint partitions")
+    spec = pickle.dumps((cfg, symmetry, por, bounds, evaluate))
+    try:
+        _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, stop_on)
+    except KeyboardInterrupt:
+        res.stopped = "interrupted"
+        sc.cancelAllJobs()
+    finally:
+        if own:
+            spark.stop()
+    res.seconds = time.monotonic() - start
+    if traces:
+        attach_traces(res)
+    return res
+
+
+def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, stop_on) -> None:
+    from pyspark import StorageLevel
+
+    s0 = driver.model.initial()
+    fp0, _ = driver.fingerprints(s0)
+    home = fp_partition(fp0) % nparts
+    # one element per partition: (visited {fp: (parent fp, label)}, frontier items)
+    level = sc.parallelize(range(nparts), nparts).map(
+        lambda i: ({fp0: (None, None)}, [(fp0, s0, frozenset())]) if i == home else ({}, []))
+    level.persist(StorageLevel.MEMORY_AND_DISK)
+    res.states = 1
+    paths: dict[bytes, list[str]] = {}
+
+    def path_to(fp: bytes, visited) -> list[str]:
+        out = []
+        while fp not in paths:
+            part = fp_partition(fp) % nparts
+            got = sc.runJob(visited, lambda it, fp=fp: [d[fp] for d in it if fp in d], [part])
+            parent, label = got[0]
+            if parent is None:
+                paths[fp] = []
+                break
+            out.append(label)
+            fp = parent
+        return paths[fp] + list(reversed(out))
+
+    depth = 0
+    frontier_n = 1
+    try:
+        while True:
+            if deadline is not None and time.monotonic() >= deadline:
+                res.stopped = "time budget"
+                raise _Stop()
+            res.max_depth = depth
+            visited = level.map(lambda x: x[0])
+            frontier = level.flatMap(lambda x: x[1])
+            expanded = frontier.mapPartitions(
+                lambda it, d=depth: _expand_partition(spec, d, it), preservesPartitioning=True)
+            expanded.persist(StorageLevel.MEMORY_AND_DISK)
+            summaries = expanded.filter(lambda r: r[0] == "S").map(lambda r: r[1]).collect()
+            firsts: dict[tuple, tuple] = {}
+            for stats, f, counts in summaries:
+                stats.add_to(res)
+                for (kind, p), n in counts.items():
+                    {"v": res.violation_counts, "a": res.allowed_counts,
+                     "r": res.reached}[kind][p] += n
+                for k, v in f.items():
+                    if k not in firsts or v[0] < firsts[k][0]:
+                        firsts[k] = v
+            now = time.monotonic() - start
+            for (kind, p), (fp, known) in sorted(firsts.items(),
+                                                     key=lambda x: (x[1][0], x[0][0] != "v", x[0][1])):
+                table = res.violations if kind == "v" else res.allowed
+                if p not in table:
+                    table[p] = Violation(p, kind == "v", kind == "v" and known, depth,
+                                         res.states, now, path_to(fp, visited))
+            if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
+                res.stopped = "found"
+                raise _Stop()
+            cands = (expanded.filter(lambda r: r[0] == "E").map(lambda r: r[1])
+                     .reduceByKey(_first_edge, nparts, fp_partition))
+            nxt = visited.zip(cands.glom()).map(_dedup)
+            nxt.persist(StorageLevel.MEMORY_AND_DISK)
+            nxt.localCheckpoint()
+            new = sum(nxt.map(lambda x: len(x[1])).collect())
+            expanded.unpersist()
+            if bounds.max_states is not None and res.states + new > bounds.max_states:
+                res.stopped = "max states"
+                res.cut += new
+                level = nxt
+                raise _Stop()
+            level.unpersist()
+            level = nxt
+            res.states += new
+            frontier_n = new
+            if progress:
+                progress({"states": res.states, "depth": depth, "frontier": frontier_n,
+                          "transitions": res.transitions, "elapsed": time.monotonic() - start})
+            if not new:
+                break
+            depth += 1
+        res.complete = True
+    except _Stop:
+        pass
