@@ -55,3 +55,15 @@ def import_graph() -> nx.DiGraph:
 def test_no_import_cycles():
     cycles = list(nx.simple_cycles(import_graph()))
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c + [c[0]]) for c in cycles[:5])
+
+
+def test_test_file_names_are_unique():
+    """pytest imports test modules by basename (no __init__.py in tests/): two files with one
+    name in different folders stop the whole run at collection."""
+    import collections
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = collections.Counter(f for _, _, fs in os.walk(here) for f in fs
+                                if f.startswith("test_") and f.endswith(".py"))
+    assert [n for n, k in names.items() if k > 1] == []

@@ -2,7 +2,7 @@
 comparison): drawn scenarios parse, mix the engines both ways, stay within what the mixed
 target can run (format v2, one isolation level), are the same for one seed, and a disagreement
 is saved as a runnable scenario file. Running them on real Spark + PyIceberg is
-tests/conformance/test_mixed_differential.py."""
+tests/conformance/test_mixed_differential_run.py."""
 
 import os
 
