@@ -14,3 +14,25 @@ def java():
     except JavaSetupError as exc:
         pytest.skip(f"real Iceberg (Java) unavailable: {exc}")
     return True
+
+
+def ready_target(name: str):
+    """The conformance target ``name``, ready to run, or a skip saying why it is not."""
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+
+    try:
+        target = get_target(name)
+        target.ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"{name} target unavailable: {e}")
+    return target
+
+
+@pytest.fixture(scope="session")
+def spark_target():
+    return ready_target("spark")
+
+
+@pytest.fixture(scope="session")
+def mixed_target():
+    return ready_target("mixed")

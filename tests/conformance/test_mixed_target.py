@@ -14,13 +14,8 @@ MIXED = sorted(f for f in os.listdir(CMDS) if f.startswith("mixed-"))
 
 
 @pytest.fixture(scope="module")
-def mixed():
-    try:
-        target = get_target("mixed")
-        target.ready()
-    except TargetUnavailable as e:
-        pytest.skip(f"mixed target unavailable: {e}")
-    return target
+def mixed(mixed_target):
+    return mixed_target
 
 
 def test_there_are_mixed_scenarios():

@@ -19,18 +19,6 @@ CMDS = os.path.join(ROOT, "scenarios", "builtin", "commands")
 TRACES = os.path.join(ROOT, "traces")
 
 
-@pytest.fixture(scope="session")
-def spark_target():
-    from icecheck.conformance.targets import TargetUnavailable, get_target
-
-    try:
-        target = get_target("spark")
-        target.ready()
-    except TargetUnavailable as e:
-        pytest.skip(f"Spark target unavailable: {e}")
-    return target
-
-
 def _scenario(target, name):
     from icecheck.scenarios.format import load_scenario
 
