@@ -66,7 +66,9 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               help="Operations per writer.")
 @click.option("--mix", default="delete,update,insert", show_default=True,
               help="Commands each operation may be: some of insert,delete,update,merge,compact,"
-                   "merge_insert (an insert-only MERGE of a fresh key).")
+                   "merge_insert (an insert-only MERGE of a fresh key), upsert and cdc_delete "
+                   "(a streaming upsert sink's checkpoint upserting / deleting the key: Flink). "
+                   "With --writer-profile, each writer keeps the commands its profile supports.")
 @click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--catalog", type=click.Choice(list(cat.KINDS)), default=cat.CAS, show_default=True)
 @click.option("--format-version", "--format", "format_version", type=click.Choice(["2", "3"]),
@@ -155,7 +157,8 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         cfg = mix_config(profile, writers, ops, kinds, keys, catalog, int(format_version),
                          faults, crashes, phantom_failures)
         if writer_profile:
-            cfg = _with_writer_profiles(cfg, writer_profile, writers)
+            from icecheck.engines.config import fit_mix_to_profiles
+            cfg = fit_mix_to_profiles(_with_writer_profiles(cfg, writer_profile, writers))
         from icecheck.engines.config import build_model_config
         build_model_config(cfg, "--profile/--mix")
     except InputError as e:

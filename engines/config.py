@@ -25,7 +25,8 @@ from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
-MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert")
+MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
+             "cdc_delete")
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,12 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                         # a dedup insert of a fresh key (1000 + k), which every writer may add
                         alts.append({"sql": "MERGE_INSERT", "on": ["id"],
                                      "rows": [[1000 + k, tag]]})
+                    elif kind == "upsert":
+                        # a streaming upsert sink's checkpoint (Flink upsert mode)
+                        alts.append({"sql": "UPSERT", "on": ["id"], "rows": [[k, tag]]})
+                    elif kind == "cdc_delete":
+                        # a changelog DELETE of the key through the upsert sink
+                        alts.append({"sql": "UPSERT", "on": ["id"], "deletes": [[k]]})
             prog.append(tuple(_freeze(a) for a in alts))
         programs.append(tuple(prog))
     # Row 0 is a bystander no command touches: it shares the initial file with the keyed rows,
@@ -307,6 +314,37 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                          crashes=crashes, phantom_failures=phantom_failures,
                          name=f"{profile} {writers}w x {ops_per_writer} op(s) {'/'.join(mix)} "
                               f"keys={keys} {catalog} v{format_version}")
+
+
+def fit_mix_to_profiles(cfg: ExploreConfig, option: str = "--mix") -> ExploreConfig:
+    """A mixed-engine generic configuration where each writer keeps only the mix commands its
+    own profile has a rule for: a Flink upsert sink cannot run a Spark MERGE, nor a Spark job
+    Flink's UPSERT, yet one exploration gives both to the jobs that run them. A writer left with
+    no command, or a mix command no writer can run, is an input error naming ``option``."""
+    if not cfg.mixed:
+        return cfg
+    from dataclasses import replace as _replace
+    used: set = set()
+    asked: set = set()
+    programs = []
+    for i, prog in enumerate(cfg.writers, 1):
+        profile = cfg.profile_of(i)
+        supported = get_profile(profile).commands
+        new_prog = []
+        for entry in prog:
+            kept = tuple(c for c in entry if dict(c).get("sql") in supported)
+            asked.update(dict(c).get("sql") for c in entry)
+            used.update(dict(c).get("sql") for c in kept)
+            if not kept:
+                raise InputError(f"w{i} ({profile}) supports none of the mix's commands "
+                                 f"({', '.join(sorted({dict(c).get('sql') for c in entry}))}); it "
+                                 f"supports {', '.join(supported)}", option)
+            new_prog.append(kept)
+        programs.append(tuple(new_prog))
+    unused = sorted(asked - used)
+    if unused:
+        raise InputError(f"no writer's profile supports {', '.join(unused)}", option)
+    return _replace(cfg, writers=tuple(programs))
 
 
 #: Events that show a run exercised concurrency at all: two writers met (one lost a race, one

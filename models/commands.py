@@ -35,9 +35,9 @@ from typing import Any
 
 from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
-                            MERGE_ON_READ,
-                            OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
-from .files import DV, DataFile, DeleteFile, POSITION_DELETES
+                            MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
+                            Command)
+from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file,
                       must_match_file, or_)
 from .metadata import TableMetadata
@@ -156,6 +156,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     if cmd.kind == INSERT:
         return Operation(rule.operation, add_data=_group_files(table, list(cmd.rows), names),
                          validations=_validations(rule, profile, cmd, ()))
+    if cmd.kind == UPSERT:
+        return _plan_equality_upsert(cmd, rule, profile, table, names)
     if cmd.kind == MERGE_INSERT:
         return _plan_merge_insert(cmd, rule, profile, table, store, snapshot, names)
     cow_overwrite = cmd.kind in (OVERWRITE, OVERWRITE_PARTITIONS) and rule.mode == COPY_ON_WRITE
@@ -243,6 +245,74 @@ def _plan_merge_insert(cmd, rule, profile, table, store, snapshot, names) -> Ope
     if not inserts and rule.empty == EMPTY_NOOP:
         raise NothingToDo(f"{cmd} finds every key at snapshot {snapshot.snapshot_id if snapshot else None}")
     return Operation(rule.operation, add_data=_group_files(table, inserts, names),
+                     validations=_validations(rule, profile, cmd, ()))
+
+
+def _plan_equality_upsert(cmd, rule, profile, table, names) -> Operation:
+    """One checkpoint of Flink's upsert sink (``FlinkSink...upsert(true)``): blind, nothing read.
+
+    Per upserted row, ``BaseDeltaTaskWriter.write`` (flink/v1.20, lines 79-90) calls
+    ``deleteKey(key)`` then ``write(row)`` on the writer of the row's partition; a changelog
+    DELETE calls ``deleteKey(key)`` alone (lines 97-101). In ``BaseTaskWriter
+    .BaseEqualityDeltaWriter`` (core, 1.10.2): ``deleteKey`` writes a position delete of the
+    key's earlier row when the key was already written in this checkpoint (``internalPosDelete``,
+    lines 186-196: the row in the new data file) and otherwise writes the key to the equality
+    delete file (lines 216-220), which removes every older row of the key in that partition
+    (data sequence number below the commit's); ``write`` remembers the row's position
+    (lines 152-164). ``IcebergFilesCommitter.commitDeltaTxn`` (flink/v1.20, lines 328-366)
+    commits a checkpoint with delete files as ``newRowDelta()`` with no validation ("Row delta
+    validations are not needed for streaming changes that write equality deletes"), and one
+    with none as ``newAppend()``: the rule's ``operation`` and ``validations`` say which."""
+    if table.spec.fields:
+        cols = set(cmd.on)
+        for i, f in enumerate(table.spec.fields):
+            if f.source not in cols:
+                # FlinkSink.Builder.appendWriter (flink/v1.20, FlinkSink.java:563-571), with
+                # Java's PartitionField.toString (field id, name, transform(source id)) for the
+                # ids a new table assigns
+                src_id = table.schema.names.index(f.source) + 1
+                raise PlanError(
+                    f"In UPSERT mode, source column '{f.source}' of partition field "
+                    f"'{1000 + i}: {f.name}: {f.transform}({src_id})', should be included in "
+                    f"equality fields: '[{', '.join(cmd.on)}]'")
+    key_idx = [table.schema.names.index(c) for c in cmd.on]
+    # per partition writer: its rows (the new data file) and the events in arrival order
+    writers: dict[tuple, list] = {}
+    for r in cmd.rows:
+        writers.setdefault(table.partition_of_row(r), []).append((tuple(r[i] for i in key_idx),
+                                                                  tuple(r)))
+    for k in cmd.deletes:
+        part = table.partition_from_values(dict(zip(cmd.on, k))) if table.spec.fields else ()
+        if not table.spec.fields:
+            part = table.partition_of_row(tuple(None for _ in table.schema.names))
+        writers.setdefault(part, []).append((tuple(k), None))
+    data, deletes = [], []
+    for part, events in sorted(writers.items(), key=repr):
+        rows = tuple(r for _, r in events if r is not None)
+        f = table.data_file(names("d"), rows) if rows else None
+        inserted: dict[tuple, int] = {}      # insertedRowMap: key -> position in the new file
+        eq_keys: list[tuple] = []            # the equality delete file's rows, as written
+        positions: list[tuple[str, int]] = []
+        written = 0
+        for key, row in events:
+            previous = inserted.pop(key, None)
+            if previous is not None:
+                positions.append((f.path, previous))
+            else:
+                eq_keys.append(key)
+            if row is not None:
+                inserted[key] = written
+                written += 1
+        if f is not None:
+            data.append(f)
+        if eq_keys:
+            deletes.append(DeleteFile(names("e"), EQUALITY_DELETES, part,
+                                      equality_columns=tuple(cmd.on),
+                                      equality_rows=tuple(eq_keys)))
+        if positions:
+            deletes.append(DeleteFile(names("p"), POSITION_DELETES, part,
+                                      positions=tuple(sorted(positions))))
+    return Operation(rule.operation, add_data=tuple(data), add_deletes=tuple(deletes),
                      validations=_validations(rule, profile, cmd, ()))
 
 

@@ -1,6 +1,7 @@
 """SQL-level commands, as an engine user writes them: INSERT, DELETE, UPDATE, MERGE, an
 insert-only MERGE (``MERGE INTO t USING s ON key WHEN NOT MATCHED THEN INSERT *``: MERGE_INSERT),
-compaction, and the DataFrame writes overwrite(filter) and overwritePartitions()."""
+compaction, the DataFrame writes overwrite(filter) and overwritePartitions(), and a streaming
+upsert sink's checkpoint (UPSERT: Flink's ``upsert(true)``, a blind write keyed by ``on``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from .filters import Expr
 INSERT, DELETE, UPDATE, MERGE = "INSERT", "DELETE", "UPDATE", "MERGE"
 COMPACT, OVERWRITE, OVERWRITE_PARTITIONS = "COMPACT", "OVERWRITE", "OVERWRITE_PARTITIONS"
 MERGE_INSERT = "MERGE_INSERT"
-COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT)
+# One checkpoint of a streaming upsert sink: ``rows`` upserted in arrival order, then the keys of
+# ``deletes`` (a changelog's DELETE events) removed. It reads nothing: the rows it writes replace
+# whatever the table holds for their keys when it commits.
+UPSERT = "UPSERT"
+COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
+            UPSERT)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
+# How an UPSERT is written (its rule's mode): an equality delete per key plus the row, position
+# deletes for keys written twice in one checkpoint (Flink's BaseEqualityDeltaWriter); see
+# models/commands.py, _plan_equality_upsert
+EQUALITY_UPSERT = "equality-upsert"
 
 # rewrite_data_files options the planner follows (COMPACT's ``options``), with their defaults in
 # Spark 3.5 + Iceberg 1.10 (RewriteDataFiles.USE_STARTING_SEQUENCE_NUMBER_DEFAULT = true).
@@ -32,6 +42,7 @@ COMMAND_KEYS = {
     COMPACT: {"where", "options"},
     OVERWRITE: {"where", "rows"},
     OVERWRITE_PARTITIONS: {"rows"},
+    UPSERT: {"on", "rows", "deletes"},
 }
 
 
@@ -48,6 +59,8 @@ class Command:
     # COMPACT: rewrite_data_files options (COMPACT_OPTIONS), sorted; left out of state digests
     # while empty, so traces recorded before it replay unchanged
     options: Pairs = field(default=(), metadata={"digest_omit_default": True})
+    # UPSERT: the keys (values of ``on``, in order) its changelog deletes after the upserts
+    deletes: tuple[Row, ...] = field(default=(), metadata={"digest_omit_default": True})
 
     def option(self, name: str):
         """The value of option ``name``, or its default (COMPACT_OPTIONS)."""
@@ -66,6 +79,9 @@ class Command:
         if self.kind == MERGE_INSERT:
             return (f"MERGE ON {', '.join(self.on)} USING {list(self.rows)} "
                     f"WHEN NOT MATCHED THEN INSERT (only)")
+        if self.kind == UPSERT:
+            dels = f" then delete {list(self.deletes)}" if self.deletes else ""
+            return f"UPSERT ON {', '.join(self.on)} {list(self.rows)}{dels}"
         if self.kind == COMPACT:
             opts = "".join(f" {k}={str(v).lower()}" for k, v in self.options)
             return ("COMPACT (rewrite_data_files" + opts + ")"

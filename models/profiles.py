@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from . import operations as ops
-from .commands_spec import COMMANDS, COPY_ON_WRITE, MERGE_ON_READ
+from .commands_spec import COMMANDS, COPY_ON_WRITE, EQUALITY_UPSERT, MERGE_ON_READ, UPSERT
 
 PROFILE_VALIDATIONS = ("from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                        "no_conflicting_data_files", "no_conflicting_delete_files",
@@ -94,7 +94,9 @@ def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
         raise ctx.fail(f"profile {profile}: {command}: unknown operation {op!r}; expected one of "
                        f"{', '.join(ops.KINDS)}", node, "operation")
     mode = node.get("mode")
-    if mode not in (None, COPY_ON_WRITE, MERGE_ON_READ):
+    if command == UPSERT and mode != EQUALITY_UPSERT:
+        raise ctx.fail(f"profile {profile}: UPSERT: mode must be {EQUALITY_UPSERT}", node, "mode")
+    if command != UPSERT and mode not in (None, COPY_ON_WRITE, MERGE_ON_READ):
         raise ctx.fail(f"profile {profile}: {command}: mode must be {COPY_ON_WRITE} or "
                        f"{MERGE_ON_READ}", node, "mode")
     vals = node.get("validations") or []

@@ -9,6 +9,9 @@ snapshot (``OpRecord.base_snapshot_id``), as the engine computed it:
   an insert-only MERGE (MERGE_INSERT) sets each key it did not find to its source row and reads
   (leaves) the keys it found;
 * INSERT appends its rows (a blind write: it reads nothing);
+* UPSERT (a streaming upsert sink's checkpoint) is blind too: at commit, every row of its keys
+  goes (its equality deletes apply to all older data) and the last row it wrote per key stays,
+  unless its changelog deleted that key after writing it;
 * COMPACT (rewrite_data_files), or any raw RewriteFiles, changes nothing logically;
 * overwrite(filter) / overwritePartitions() delete by predicate at commit time (what they replace
   is theirs to replace) and append their rows;
@@ -29,7 +32,7 @@ from typing import Any, Callable
 
 from icecheck.models import operations as ops
 from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_PARTITIONS, UPDATE, Command)
+                                           OVERWRITE_PARTITIONS, UPDATE, UPSERT, Command)
 from icecheck.models.files import EQUALITY_DELETES
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
 
@@ -154,6 +157,18 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         if kind == INSERT:
             for r in intent.rows:
                 eff.appends.setdefault(kf(r), []).append(tuple(r))
+            return eff
+        if kind == UPSERT:
+            idx = [schema.index(c) for c in intent.on]
+            final: dict = {}
+            for r in intent.rows:
+                final[tuple(r[i] for i in idx)] = tuple(r)
+            for k in intent.deletes:
+                final.pop(tuple(k), None)
+            keys = {tuple(r[i] for i in idx) for r in intent.rows} | {tuple(k) for k in intent.deletes}
+            eff.drop = lambda r: tuple(r[i] for i in idx) in keys
+            for r in final.values():
+                eff.appends.setdefault(kf(r), []).append(r)
             return eff
         if kind in (OVERWRITE, OVERWRITE_PARTITIONS):
             for r in intent.rows:

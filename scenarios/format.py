@@ -22,8 +22,8 @@ from icecheck.models.system import OUTCOMES
 from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig, property_error
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
-                                           MERGE_INSERT,
-                                           OVERWRITE_PARTITIONS, UPDATE, Command)
+                                           MERGE_INSERT, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
+                                           Command)
 
 from .errors import InputError
 from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
@@ -779,6 +779,8 @@ def parse_command(ctx, table, node, parent) -> Command:
     rows = _rows(ctx, table, node["rows"], node, "rows") if "rows" in node else ()
     if kind in (INSERT, MERGE, MERGE_INSERT, OVERWRITE_PARTITIONS) and not rows:
         raise ctx.fail(f"{kind} needs rows", node)
+    if kind == UPSERT and not rows and not node.get("deletes"):
+        raise ctx.fail("UPSERT needs rows or deletes", node)
     sets = ()
     if kind == UPDATE:
         snode = ctx.mapping(node.get("set"), "UPDATE set", node, "set")
@@ -789,12 +791,27 @@ def parse_command(ctx, table, node, parent) -> Command:
             _check_value(ctx, types[col], value, snode, col, f"column {col}")
         sets = tuple(sorted(snode.items()))
     on = ()
-    if kind in (MERGE, MERGE_INSERT):
-        onode = ctx.seq(node.get("on"), "MERGE on", node, "on")
+    if kind in (MERGE, MERGE_INSERT, UPSERT):
+        what = "UPSERT" if kind == UPSERT else "MERGE"
+        onode = ctx.seq(node.get("on"), f"{what} on", node, "on")
         on = tuple(str(c) for c in onode)
         for c in on:
             if c not in table.schema.names:
-                raise ctx.fail(f"MERGE on unknown column {c!r}", node, "on")
+                raise ctx.fail(f"{what} on unknown column {c!r}", node, "on")
+    deletes = ()
+    if "deletes" in node:
+        dnode = ctx.seq(node["deletes"], "UPSERT deletes (keys, each a list of the on columns)",
+                        node, "deletes")
+        types = table.schema.types()
+        keys = []
+        for i, k in enumerate(dnode):
+            if not isinstance(k, list) or len(k) != len(on):
+                raise ctx.fail(f"UPSERT deletes[{i}] must be a list of {len(on)} value(s), one "
+                               f"per on column ({', '.join(on)})", dnode, i)
+            for c, v in zip(on, k):
+                _check_value(ctx, types[c], v, dnode, i, f"column {c}")
+            keys.append(tuple(k))
+        deletes = tuple(keys)
     options = ()
     if "options" in node:
         onode = ctx.mapping(node["options"], "COMPACT options", node, "options")
@@ -806,4 +823,4 @@ def parse_command(ctx, table, node, parent) -> Command:
             if not isinstance(value, typ):
                 raise ctx.fail(f"option {name} must be {typ.__name__}", onode, name)
         options = tuple(sorted(onode.items()))
-    return Command(kind, where, sets, rows, on, str(node.get("where", "")), options)
+    return Command(kind, where, sets, rows, on, str(node.get("where", "")), options, deletes)
