@@ -376,8 +376,11 @@ class ModelRun:
             return None
         profiles = {p for p in (self.profile, *self.writer_profiles.values()) if p}
         if any(not p.startswith(engine_prefix) for p in profiles):
+            where = ("--target java (Flink has no runtime here; its commits are Java library "
+                     "calls)" if any(p.startswith("flink-") for p in profiles)
+                     else "--target mixed")
             return (f"writers run on several engines ({', '.join(sorted(profiles))}): run it "
-                    f"with --target mixed")
+                    f"with {where}")
         return None
 
 

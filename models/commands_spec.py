@@ -80,8 +80,11 @@ class Command:
             return (f"MERGE ON {', '.join(self.on)} USING {list(self.rows)} "
                     f"WHEN NOT MATCHED THEN INSERT (only)")
         if self.kind == UPSERT:
+            on = ', '.join(self.on)
+            if not self.rows:
+                return f"UPSERT ON {on}: delete {list(self.deletes)}"
             dels = f" then delete {list(self.deletes)}" if self.deletes else ""
-            return f"UPSERT ON {', '.join(self.on)} {list(self.rows)}{dels}"
+            return f"UPSERT ON {on} {list(self.rows)}{dels}"
         if self.kind == COMPACT:
             opts = "".join(f" {k}={str(v).lower()}" for k, v in self.options)
             return ("COMPACT (rewrite_data_files" + opts + ")"

@@ -53,6 +53,23 @@ class Analysis:
         return bool(ops) and all(o is not None and getattr(o.intent, "kind", None) == MERGE_INSERT
                                  for o in ops)
 
+    def deletes_dropped_by_rewrite(self, position: int) -> list[str]:
+        """The delete files that the commit at lineage ``position`` dropped, when that commit is
+        a rewrite (a compaction or a raw RewriteFiles), which changes no row logically: a row
+        that reappears there came back because a delete that still applied to it was dropped
+        (Java's MergingSnapshotProducer drops deletes older than the existing data files, not
+        counting the rewrite's own files with an older data sequence number:
+        docs/findings.md)."""
+        from icecheck.models import operations as ops
+        from icecheck.models.commands_spec import COMPACT
+        h = self.history
+        op = h.lineage_ops[position] if 0 < position < len(h.lineage_ops) else None
+        if op is None or op.kind not in (COMPACT, ops.REWRITE):
+            return []
+        before = {e.file.path for e in h.live_files(h.lineage[position - 1])[1]}
+        after = {e.file.path for e in h.live_files(h.lineage[position])[1]}
+        return sorted(before - after)
+
     def who(self, label: str | None) -> str:
         """'w1 (UPDATE SET v = 'w1.1' WHERE id = 1, committed at seq 2)'."""
         op = self.op(label)

@@ -32,11 +32,17 @@ def check(a: Analysis) -> list[Violation]:
         # concurrent inserts: those need a different inserting operation per row
         inserted = all(by_insert) and len(set(origins)) == len(origins)
         writers = sorted({o or "?" for o in origins})
+        dropped = a.deletes_dropped_by_rewrite(m.position)
+        why = ""
+        if dropped:
+            why = (f" {a.who(a.history.lineage_ops[m.position].label)} rewrote a data file and in "
+                   f"the same commit dropped the delete file(s) {', '.join(dropped)} that still "
+                   f"applied to its new file.")
         out.append(Violation(
             "duplicate_keys",
             f"{a.key_text(m.key)} has {len(m.actual)} live rows at seq {a.seq(m.position)} "
             f"({rows_text(m.actual)}), written by {', '.join(a.who(w) for w in writers)}; the "
-            f"committed operations in commit order leave {rows_text(m.expected)}.",
+            f"committed operations in commit order leave {rows_text(m.expected)}.{why}",
             VIOLATION,
             {"key": jsonable(m.key), "rows": jsonable(m.actual),
              "expected": jsonable(m.expected),
@@ -46,5 +52,6 @@ def check(a: Analysis) -> list[Violation]:
              "insert_only_merge": a.insert_only_merges({o for o in origins if o is not None}),
              "first_sequence_number": a.seq(m.position),
              "sequence_numbers": [a.seq(p) for p in m.positions],
-             "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
+             "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops),
+             "deletes_dropped_by_rewrite": bool(dropped)}))
     return out

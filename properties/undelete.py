@@ -21,6 +21,12 @@ def check(a: Analysis) -> list[Violation]:
         origins = {repr(tuple(r)): m.origins.get(r) for r in m.actual}
         involved = {m.responsible, *origins.values()}
         extra = ""
+        dropped = a.deletes_dropped_by_rewrite(m.position)
+        if dropped:
+            rewriter = h.lineage_ops[m.position]
+            extra += (f" {a.who(rewriter.label)} rewrote the row's data file and in the same "
+                      f"commit dropped the delete file(s) {', '.join(dropped)} that still applied "
+                      f"to its new file.")
         if concurrent:
             writers = sorted({m.origins.get(r) or "?" for r in concurrent})
             extra = (f" The surviving row was written by {', '.join(a.who(w) for w in writers)}, "
@@ -34,5 +40,6 @@ def check(a: Analysis) -> list[Violation]:
              "row_origins": origins, "written_concurrently": bool(concurrent),
              "first_sequence_number": a.seq(m.position),
              "sequence_numbers": [a.seq(p) for p in m.positions],
-             "based_on_lost_commit": bool(involved & a.oracle.stale_ops)}))
+             "based_on_lost_commit": bool(involved & a.oracle.stale_ops),
+             "deletes_dropped_by_rewrite": bool(dropped)}))
     return out
