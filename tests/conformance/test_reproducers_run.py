@@ -54,3 +54,8 @@ def test_mixed_spark_merge_pyiceberg_upsert_duplicate():
 def test_spark_compaction_dangling_deletes():
     out = _run("spark_compaction_dangling_deletes.py", "spark")
     assert "1 pointing at a removed data file" in out
+
+
+def test_compaction_drops_equality_delete_undelete():
+    out = _run("compaction_drops_equality_delete_undelete.py", "spark")
+    assert "after the CDC delete of id 1: [(0, 'v0')]" in out
