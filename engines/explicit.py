@@ -727,7 +727,9 @@ def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) ->
     c_cfg = minimize_config(c_cfg, c_acts, prop)
     return build_trace(
         c_cfg, c_acts, property=prop, trace_id=trace_name(c_cfg, prop),
-        title=f"{prop} under {cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
+        # the canonical configuration's label: canonicalizing renames writers, and with mixed
+        # engines their profiles move with them
+        title=f"{prop} under {c_cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
         found_by={"engine": engine, "explored_config": cfg.name,
                   "search_actions": list(actions), "shortest": engine in SHORTEST})
 

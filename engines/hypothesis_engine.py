@@ -363,7 +363,7 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
             s_cfg, s_actions = cfg, actions
         finding.trace = build_trace(
             s_cfg, s_actions, property=prop, trace_id=trace_name(s_cfg, prop),
-            title=f"{prop} under {cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
+            title=f"{prop} under {s_cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
             found_by={"engine": "hypothesis", "hypothesis_profile": hypothesis_profile,
                       "seed": seed, "max_examples": max_examples,
                       "explored_config": cfg.name, "hypothesis_actions": actions})
