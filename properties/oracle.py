@@ -14,7 +14,8 @@ snapshot (``OpRecord.base_snapshot_id``), as the engine computed it:
   unless its changelog deleted that key after writing it;
 * COMPACT (rewrite_data_files), or any raw RewriteFiles, changes nothing logically;
 * overwrite(filter) / overwritePartitions() delete by predicate at commit time (what they replace
-  is theirs to replace) and append their rows;
+  is theirs to replace) and append their rows; so does Spark's metadata-only DELETE (a
+  DeleteFiles whose row filter Java applies again to the head it commits on);
 * a raw ``Operation`` intent: its effect is derived from its files (the base rows of the data
   files it deletes and of the positions / equality rows its delete files remove, and the rows of
   its added data files).
@@ -182,6 +183,16 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
             else:
                 parts = {table.partition_of_row(tuple(r)) for r in intent.rows}
                 eff.drop = lambda r: table.partition_of_row(r) in parts
+            return eff
+        planned = op.record.operation if op.record is not None else None
+        if (kind == DELETE and planned is not None and planned.kind == ops.DELETE_FILES
+                and planned.row_filter is not None):
+            # Spark's metadata-only DELETE (models/commands.py _metadata_delete): a DeleteFiles
+            # whose row filter is applied again to the head it commits on, so it deletes by
+            # predicate at commit time, rows added concurrently included (blind, like
+            # overwrite(filter)); it fails rather than cut through a file
+            flt = planned.row_filter
+            eff.drop = lambda r: eval_row(flt, schema.as_dict(r))
             return eff
         base = [rv.values for rv in h.rows(op.base_snapshot_id)]
         base_by_key: dict = {}

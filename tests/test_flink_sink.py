@@ -109,3 +109,21 @@ def test_explorer_finds_the_compaction_undelete_as_a_known_finding():
     assert r.exit_code == 0, r.output
     assert "dropped the delete file(s) w2-1-e1 that still applied" in r.output
     assert "KNOWN FINDING" in r.output
+
+
+@pytest.mark.parametrize("name", ["commands/spark-metadata-delete-applies-at-commit.yaml"])
+def test_metadata_only_delete_is_judged_at_its_commit(name):
+    """Spark's metadata-only DELETE deletes by its filter at commit time, rows inserted
+    concurrently included (real Spark agrees); a serial order explains it, so no lost write
+    (the oracle used to judge it by the rows it read at its scan)."""
+    v = run_scenario(load_scenario(os.path.join(ROOT, "scenarios", "builtin", name)))
+    assert not v.failures and v.properties == []
+
+
+def test_metadata_only_delete_after_a_flink_upsert_is_no_lost_write():
+    from dataclasses import replace
+    cfg = replace(mix_config("spark-3.5-cow-snapshot", 3, 1,
+                             ("delete", "update", "upsert", "cdc_delete"), 1),
+                  writer_profiles=("", FLINK))
+    res = search(fit_mix_to_profiles(cfg), engine="bfs", traces=False)
+    assert res.complete and "lost_write" not in res.violations
