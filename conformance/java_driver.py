@@ -68,14 +68,17 @@ _SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
 # validation_failed: RemoveSnapshots.internalApply's refusal (check expire_refs,
 # models/expire.py) and its array-size failure (expire_array_size), and BaseRowDelta.validate's
 # starting-snapshot ancestry (starting_ancestor); and the ref preconditions of toBranch and
-# ManageSnapshots, raised while the operation is built (ref_precondition, models/refs.py).
+# ManageSnapshots, raised while the operation is built (ref_precondition, models/refs.py); and
+# addDeletes' format check (a v2 position delete file on a v3 table: delete_version,
+# models/producer.py).
 _REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
                          r"Snapshot -?\d+ is not an ancestor of -?\d+$|"
                          r"arraySize cannot be negative but was: -\d+$|"
                          r"\S+ is a tag, not a branch\. Tags cannot be targets|"
                          r"Cannot fast-forward: \S+ is not an ancestor of \S+$|"
                          r"Ref \S+ already exists$|Ref does not exist: \S+$|"
-                         r"Ref \S+ is a tag not a branch$|Cannot set \S+ to unknown snapshot)")
+                         r"Ref \S+ is a tag not a branch$|Cannot set \S+ to unknown snapshot|"
+                         r"Must use DVs for position deletes in V\d+: \S+$)")
 
 # Java calls each validation switch maps to, per operation kind (docs/scenario-format.md).
 _SWITCH_KINDS = {

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from . import operations as ops
-from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
+from .files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
 from .filters import FalseExpr, might_match_file, must_match_file
 from .metadata import (ADDED, APPEND, BRANCH, DATA_MANIFEST, MAIN_BRANCH, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
@@ -69,6 +69,15 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
                        starting_id: int | None) -> None:
     """Run the operation's enabled checks against ``base`` (the refreshed metadata), with the
     head of the operation's target branch as ``parent`` (SnapshotProducer.apply)."""
+    if table.format_version >= 3:
+        v2_positions = [d.path for d in op.add_deletes if d.content == POSITION_DELETES]
+        if v2_positions:
+            # MergingSnapshotProducer.validateDeleteFileForVersion (1.10.2 lines 303-308), run by
+            # addDeletes as the operation is built: an IllegalArgumentException, never retried.
+            # Engines that write DVs on v3 never get here; Flink 1.20's sink writes position
+            # delete files whatever the format (scenario flink-upsert-v3-position-delete-refused)
+            raise ValidationFailed("delete_version", f"Must use DVs for position deletes in "
+                                                     f"V{table.format_version}: {v2_positions[0]}")
     parent = base.latest_snapshot(op.branch)
     if parent is None:
         return
