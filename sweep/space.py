@@ -52,6 +52,8 @@ class Space:
     path: str = SPACE_PATH
     # mixed-engine rows: each a list of profiles, writer w on mix[(w-1) % len(mix)]
     mixes: list[list[str]] = field(default_factory=list)
+    # per mix: its own combinations (a mix given as {profiles, combos}), or None for `combos`
+    mix_combos: list[list[list[str]] | None] = field(default_factory=list)
 
 
 def load_space(path: str | None = None) -> Space:
@@ -79,14 +81,35 @@ def load_space(path: str | None = None) -> Space:
             hypothesis={**DEFAULT_HYPOTHESIS, **(doc.get("hypothesis") or {})},
             path=path,
             mixes=[_mix_entry(m, path, _line(doc, "mixes", i))
-                   for i, m in enumerate(doc.get("mixes") or [])])
+                   for i, m in enumerate(doc.get("mixes") or [])],
+            mix_combos=[_mix_combos(m, path, _line(doc, "mixes", i))
+                        for i, m in enumerate(doc.get("mixes") or [])])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputError(f"malformed sweep space: {type(e).__name__}: {e}", path) from None
     _validate(space, doc)
     return space
 
 
+def _mix_combos(value: Any, path: str, line: int | None) -> list[list[str]] | None:
+    """A mix's own combinations: ``{profiles: [...], combos: [[...], ...]}`` gives engines with
+    commands of their own (a Flink upsert sink runs UPSERT, not DELETE) the pairs that fit them,
+    instead of a matrix of not-applicable cells."""
+    if not isinstance(value, dict) or "combos" not in value:
+        return None
+    combos = value["combos"]
+    if not isinstance(combos, list) or not combos or not all(isinstance(c, list) for c in combos):
+        raise InputError(f"a mix's combos is a non-empty list of combinations, got {combos!r}",
+                         path, line)
+    return [[str(c) for c in combo] for combo in combos]
+
+
 def _mix_entry(value: Any, path: str, line: int | None) -> list[str]:
+    if isinstance(value, dict):
+        unknown = set(value) - {"profiles", "combos"}
+        if unknown or "profiles" not in value:
+            raise InputError(f"a mix mapping has 'profiles' (and optionally 'combos'), got keys "
+                             f"{sorted(map(str, value))}", path, line)
+        value = value["profiles"]
     if not isinstance(value, list) or not 2 <= len(value) <= 3 \
             or not all(isinstance(p, str) for p in value):
         raise InputError(f"a mix is a list of 2 or 3 profile names (writer w1, w2, ...), got "
@@ -153,15 +176,17 @@ def _validate(space: Space, doc: Any = None) -> None:
                      line=_line(doc, "format_versions", i))
     for name, command in space.commands.items():
         _string_keys(command, path, f"command {name}", _line(doc, "commands", name))
-    for i, combo in enumerate(space.combos):
+    for i, combo in enumerate(space.combos + [c for cs in space.mix_combos or [] if cs
+                                              for c in cs]):
+        where = "combos" if i < len(space.combos) else "mixes"
         if not 1 <= len(combo) <= 3:
             raise InputError(f"a combination has 1 to 3 commands (one per writer): {combo}",
-                             path, _line(doc, "combos", i))
+                             path, _line(doc, where, i) if where == "combos" else _line(doc, where))
         for name in combo:
             if name not in space.commands:
                 raise InputError(f"combination {combo} names an unknown command {name!r}; "
                                  f"defined: {', '.join(space.commands)}", path,
-                                 _line(doc, "combos", i))
+                                 _line(doc, where, i) if where == "combos" else _line(doc, where))
     unknown = set(space.bounds) - set(DEFAULT_BOUNDS)
     if unknown:
         raise InputError(f"unknown bound(s) {sorted(unknown)}", path,
@@ -311,8 +336,8 @@ def _combo_matches(combo: list[str], wanted: tuple[str, ...]) -> bool:
     return False
 
 
-def _rows(space: Space, f: Filters) -> list[tuple[str, dict, list[str] | None]]:
-    """The matrix rows that pass the profile filters: (label, facts, mix or None)."""
+def _rows(space: Space, f: Filters) -> list[tuple[str, dict, list[str] | None, list]]:
+    """The matrix rows that pass the profile filters: (label, facts, mix or None, combos)."""
     modes = {MODES.get(m.lower(), m.lower()) for m in f.modes}
     rows = []
     for profile in space.profiles:
@@ -320,14 +345,15 @@ def _rows(space: Space, f: Filters) -> list[tuple[str, dict, list[str] | None]]:
             continue
         facts = profile_facts(profile)
         if _facts_match(f, modes, [facts]):
-            rows.append((profile, facts, None))
-    for mix in space.mixes:
+            rows.append((profile, facts, None, space.combos))
+    for i, mix in enumerate(space.mixes):
         label = mix_label(mix)
         if f.profiles and not any(fnmatch.fnmatchcase(label, p) for p in f.profiles):
             continue
         facts = mix_facts(mix)
         if _facts_match(f, modes, facts["members"]):
-            rows.append((label, facts, mix))
+            own = space.mix_combos[i] if i < len(space.mix_combos) else None
+            rows.append((label, facts, mix, own or space.combos))
     return rows
 
 
@@ -335,14 +361,14 @@ def cells(space: Space, filters: Filters | None = None) -> tuple[list[dict], lis
     """The cells of ``space`` that pass ``filters``: (applicable cells, not-applicable cells)."""
     f = filters or Filters()
     out, skipped = [], []
-    for profile, facts, mix in _rows(space, f):
+    for profile, facts, mix, combos in _rows(space, f):
         for catalog in space.catalogs:
             if f.catalogs and catalog not in f.catalogs:
                 continue
             for fv in space.format_versions:
                 if f.formats and fv not in f.formats:
                     continue
-                for combo in space.combos:
+                for combo in combos:
                     if not _combo_matches(combo, f.commands):
                         continue
                     ops = int(space.bounds.get("ops", 1))
@@ -397,7 +423,10 @@ def explore_config(cell: dict):
 
 def space_summary(space: Space) -> dict:
     return {"path": space.path, "profiles": space.profiles,
-            "mixes": [mix_label(m) for m in space.mixes], "catalogs": space.catalogs,
+            "mixes": [mix_label(m) for m in space.mixes],
+            "mix_combos": {mix_label(m): [combo_label(c) for c in cs]
+                           for m, cs in zip(space.mixes, space.mix_combos) if cs},
+            "catalogs": space.catalogs,
             "format_versions": space.format_versions,
             "combos": [combo_label(c) for c in space.combos], "bounds": space.bounds,
             "hypothesis": space.hypothesis}
