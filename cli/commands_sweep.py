@@ -66,6 +66,12 @@ def _progress(label: str):
 @click.option("--ship-code/--no-ship-code", default=None,
               help="Ship icecheck's code to the workers (a wheel built from this checkout); "
                    "default: on for a cluster.")
+@click.option("--executor", type=click.Choice(["spark", "processes", "serial"]), default="spark",
+              show_default=True,
+              help="Where cells run: Spark tasks (--master), a local pool of worker processes "
+                   "(--workers), or this process. Same cells, same results (sweep/local.py).")
+@click.option("--workers", type=click.IntRange(1, 256), default=None,
+              help="Worker processes for --executor processes (default: one per core).")
 @click.option("--list", "list_only", is_flag=True, help="List the cells and exit (no Spark).")
 @click.option("--scaling", is_flag=True,
               help="Run the same sweep (default space: sweep/scaling.yaml) on local[1] and "
@@ -74,7 +80,8 @@ def _progress(label: str):
 @click.option("--scaling-out", default="reports", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catalog, fmt, commands, engine_mode, isolation, engine,
-              out_dir, resume, ship_code, list_only, scaling, scaling_out, as_json) -> None:
+              out_dir, resume, ship_code, executor, workers, list_only, scaling, scaling_out,
+              as_json) -> None:
     """Explore every cell of the configuration space (profile x catalog x format x commands x
     bounds) as Spark tasks and write the anomaly matrix (Parquet, Markdown, HTML, traces)."""
     from icecheck.sweep.space import cells, load_space
@@ -107,10 +114,24 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
                       f"{c['combo']}  ({c['not_applicable']})", markup=False)
         out.print(f"{len(todo)} cells, {len(skipped)} not applicable", markup=False)
         sys.exit(EXIT_OK)
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        fail_input(InputError("icecheck sweep needs pyspark: pip install -e '.[conformance]'"))
+    if executor != "spark":
+        for opt, value in (("--master", master), ("--driver-memory", driver_memory),
+                           ("--executor-memory", executor_memory), ("--ship-code", ship_code),
+                           ("--scaling", scaling or None)):
+            if value is not None:
+                fail_input(InputError(f"{opt} is a Spark option; not with --executor {executor}",
+                                      opt))
+    elif workers is not None:
+        fail_input(InputError("--workers is for --executor processes (Spark: --master local[N])",
+                              "--workers"))
+    if executor == "serial" and workers not in (None, 1):
+        fail_input(InputError("--executor serial runs one cell at a time", "--workers"))
+    if executor == "spark":
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            fail_input(InputError("icecheck sweep needs pyspark: pip install -e '.[conformance]' "
+                                  "(or --executor processes)"))
 
     if scaling:
         from icecheck.sweep.driver import scaling as run_scaling
@@ -129,7 +150,9 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
     from icecheck.sweep.distributed import ShipError
     from icecheck.sweep.driver import sweep
 
-    progress, update = _progress(f"sweep on {master or 'the default master'}")
+    where = (f"sweep on {master or 'the default master'}" if executor == "spark" else
+             f"sweep ({executor}{f', {workers} workers' if workers else ''})")
+    progress, update = _progress(where)
 
     def started(n, na):
         err.print(f"sweep: {n} cells ({na} not applicable), out {escape(out_dir)}")
@@ -139,7 +162,8 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
             summary = sweep(master, out_dir, space_path=space_path, filters=filters,
                             resume=resume, on_progress=update, on_start=started,
                             ship_code=ship_code, driver_memory=driver_memory,
-                            executor_memory=executor_memory)
+                            executor_memory=executor_memory, executor=executor,
+                            workers=workers)
     except ShipError as e:
         fail_input(InputError(str(e), "--ship-code"))
     if summary.get("interrupted"):
@@ -150,12 +174,15 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
         print(json.dumps(summary, indent=2))
     else:
         m = summary["meta"]
+        spark_start = (f" (Spark start {m['spark_start_seconds']} s)" if executor == "spark"
+                       else "")
         out.print(f"{summary['cells']} cells ({m['cells_run']} run, {m['cells_resumed']} resumed, "
-                  f"{summary['not_applicable']} not applicable) in {m['wall_seconds']} s "
-                  f"(Spark start {m['spark_start_seconds']} s) on {m['master']}", markup=False)
+                  f"{summary['not_applicable']} not applicable) in {m['wall_seconds']} s"
+                  f"{spark_start} on {m['master']}", markup=False)
         out.print("  " + ", ".join(f"{n} {s}" for s, n in sorted(summary["by_status"].items())),
                   markup=False)
+        parquet = "results.parquet, " if m.get("parquet") else ""
         out.print(f"  report: {os.path.join(out_dir, 'index.html')} (and index.md, "
-                  f"results.parquet, traces/)", markup=False)
+                  f"{parquet}traces/)", markup=False)
     bad = summary["by_status"].get("violation", 0) + summary["by_status"].get("error", 0)
     sys.exit(EXIT_FAILED if bad else EXIT_OK)

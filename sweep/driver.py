@@ -21,14 +21,22 @@ def sweep(master: str | None, out: str, *, space_path: str | None = None,
           on_progress: Callable[[int, int], None] | None = None,
           on_start: Callable[[int, int], None] | None = None,
           ship_code: bool | None = None, spark=None, report: bool = True,
-          driver_memory: str | None = None, executor_memory: str | None = None) -> dict:
-    """Run a sweep; return its summary (``summary.json``). ``spark``: reuse a session."""
+          driver_memory: str | None = None, executor_memory: str | None = None,
+          executor: str = "spark", workers: int | None = None) -> dict:
+    """Run a sweep; return its summary (``summary.json``). ``spark``: reuse a session.
+    ``executor``: ``spark`` (tasks on ``master``), ``processes`` (a local pool of ``workers``
+    processes, default one per core) or ``serial`` (this process): sweep/local.py."""
     t0 = time.monotonic()
     space = load_space(space_path)
     todo, skipped = cells(space, filters)
     os.makedirs(out, exist_ok=True)
     if not resume:
         reset(out)
+    if executor != "spark":
+        return _sweep_local(todo, skipped, space, out, t0, resume=resume, report=report,
+                            workers=1 if executor == "serial" else (workers or os.cpu_count()
+                                                                    or 1),
+                            on_start=on_start, on_progress=on_progress)
     own = spark is None
     if own:
         spark = spark_session(master, ship_code=ship_code, driver_memory=driver_memory,
@@ -50,6 +58,28 @@ def sweep(master: str | None, out: str, *, space_path: str | None = None,
     meta = {"master": master_used, "parallelism": run.parallelism, "wall_seconds": wall,
             "spark_start_seconds": round(spark_up, 2), "sweep_seconds": round(run.seconds, 2),
             "cells_run": run.ran, "cells_resumed": run.skipped,
+            "space": os.path.relpath(space.path) if space.path else "",
+            "space_summary": space_summary(space), "parquet": parquet}
+    summary = (write_reports(run.results, skipped, out, meta) if report
+               else {"cells": len(run.results), "meta": meta})
+    summary["out"] = out
+    return summary
+
+
+def _sweep_local(todo, skipped, space, out, t0, *, resume, report, workers, on_start,
+                 on_progress) -> dict:
+    from .local import run_cells_local, write_parquet_local
+
+    if on_start:
+        on_start(len(todo), len(skipped))
+    run = run_cells_local(todo, out, resume=resume, workers=workers, on_progress=on_progress)
+    if run.interrupted:
+        return {"interrupted": True, "done": len(run.results), "total": len(todo), "out": out}
+    parquet = write_parquet_local(run.results, out) if run.results else None
+    meta = {"master": run.master, "parallelism": run.parallelism,
+            "wall_seconds": round(time.monotonic() - t0, 2), "spark_start_seconds": 0.0,
+            "sweep_seconds": round(run.seconds, 2), "cells_run": run.ran,
+            "cells_resumed": run.skipped,
             "space": os.path.relpath(space.path) if space.path else "",
             "space_summary": space_summary(space), "parquet": parquet}
     summary = (write_reports(run.results, skipped, out, meta) if report

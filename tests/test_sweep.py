@@ -253,3 +253,45 @@ def test_shipped_wheel_runs_a_cell_on_a_worker_without_icecheck(tmp_path):
         assert r["status"] == mine["status"] != "error"
         assert [f["property"] for f in r["findings"]] == [f["property"] for f in mine["findings"]]
     sys.path.remove(target)
+
+
+def _cell_results(out):
+    d = os.path.join(out, "cells")
+    out = {}
+    for f in sorted(os.listdir(d)):
+        r = json.load(open(os.path.join(d, f)))
+        out[f] = (r["status"], r["states"], r["transitions"], r["complete"],
+                  [(x["property"], x["status"], x.get("message")) for x in r["findings"]])
+    return out
+
+
+def test_local_executors_match_and_resume(tmp_path):
+    """--executor serial and processes run the same cells to the same results as files the
+    Spark executor would write; a second run resumes (runs nothing)."""
+    from click.testing import CliRunner
+    from icecheck.cli.main import main
+    args = ["sweep", "--profile", "*flink*", "--catalog", "cas", "--format", "2"]
+    outs = {}
+    for ex in ("serial", "processes"):
+        out = str(tmp_path / ex)
+        extra = ["--workers", "2"] if ex == "processes" else []
+        r = CliRunner().invoke(main, args + ["--executor", ex, "--out", out, "--json"] + extra)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.output[r.output.index("{"):])
+        assert doc["cells"] == 10 and doc["by_status"].get("known_finding") == 2
+        outs[ex] = _cell_results(out)
+        again = CliRunner().invoke(main, args + ["--executor", ex, "--out", out, "--json"] + extra)
+        assert json.loads(again.output[again.output.index("{"):])["meta"]["cells_run"] == 0
+    assert outs["serial"] == outs["processes"]
+
+
+@pytest.mark.parametrize("extra,option", [
+    (["--executor", "serial", "--master", "local[2]"], "--master"),
+    (["--workers", "2"], "--workers"),
+    (["--executor", "serial", "--workers", "2"], "--workers"),
+])
+def test_executor_options_are_checked(extra, option):
+    from click.testing import CliRunner
+    from icecheck.cli.main import main
+    r = CliRunner().invoke(main, ["sweep", "--profile", "*flink*"] + extra)
+    assert r.exit_code == 2 and option in r.output
