@@ -144,3 +144,16 @@ def test_reached_on_a_lost_race():
     ev = reached(m, s)
     assert {"commit", "lost_race", "retry_committed", "shared_base",
             "concurrent_committed_writes", "commit_from_stale_base"} <= ev
+
+
+def test_mixed_ties_take_the_reason_of_the_engine_that_promises_most():
+    """Two Spark snapshot-isolation MERGEs duplicating a key beside a Flink sink: allowed by
+    both profiles; the reason given is Spark's snapshot isolation, not the sink's lack of
+    validation."""
+    from icecheck.properties import expectation
+    from icecheck.properties.violation import VIOLATION, Violation
+    v = Violation("duplicate_keys", "x", VIOLATION,
+                  {"inserted_concurrently": True, "involves_concurrent_insert": True,
+                   "insert_only_merge": False})
+    e = expectation(("flink-1.20-upsert", "spark-3.5-mor-snapshot"), "cas", 2, v)
+    assert e.status == "allowed" and "snapshot isolation" in e.reason
