@@ -719,6 +719,11 @@ class JavaWriter:
             # RemoveSnapshots with explicit ids (ReachableFileCleanup); ordinals index the
             # table's commit order as this driver saw it (JavaTable.note_commit)
             u = jtable.expireSnapshots()
+            if op.retain_last is not None:
+                # Spark's expire_snapshots procedure: older_than now, retain_last N (its file
+                # clean-up is the Spark action's own; core picks its own strategy here)
+                now = t.jvm.java.lang.System.currentTimeMillis()
+                u.expireOlderThan(now + 1000).retainLast(op.retain_last)
             for n in op.expire:
                 if 1 <= n <= len(t.snapshot_order):
                     u.expireSnapshotId(t.snapshot_order[n - 1])

@@ -98,8 +98,13 @@ class JavaRun:
     seconds: float = 0.0
 
 
-def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
-    """Re-run ``actions`` on the model and lay its operations out on a Java timeline."""
+def build_plan(config: ModelConfig, actions: Iterable[Action], *,
+               run_read_failures: bool = False) -> Plan:
+    """Re-run ``actions`` on the model and lay its operations out on a Java timeline.
+
+    ``run_read_failures``: an operation the model ends ``read_failed`` while writing (an engine
+    reading a data file that expiry deleted) still gets its commit event, so an engine target
+    runs it and sees the read fail; the Java driver reads no data and leaves it out."""
     t0 = time.perf_counter()
     model = Model(config)
     state = model.initial()
@@ -154,7 +159,8 @@ def build_plan(config: ModelConfig, actions: Iterable[Action]) -> Plan:
             continue                     # noop: the engine committed nothing
         timed.append((op.begin_at, 0, "begin", op))
         if op.outcome in (sm.COMMITTED, sm.VALIDATION_FAILED, sm.COMMIT_FAILED, sm.COMMIT_UNKNOWN,
-                          sm.NOOP):      # NOOP with an operation: validated, no snapshot
+                          sm.NOOP) or (    # NOOP with an operation: validated, no snapshot
+                run_read_failures and op.outcome == sm.READ_FAILED):
             timed.append((op.java_at, 1, "commit", op))
     timed.sort(key=lambda e: (e[0], e[1]))
     archive = state.store.archive()

@@ -13,6 +13,9 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
 * MERGE_INSERT -> the same without the WHEN MATCHED clause (Spark plans it as an append)
 * OVERWRITE_PARTITIONS -> ``INSERT OVERWRITE t SELECT ..`` in dynamic partitionOverwriteMode;
   OVERWRITE -> static ``INSERT OVERWRITE t [PARTITION (p = v)] SELECT ..`` (insert_overwrite_sql)
+* EXPIRE -> ``CALL <catalog>.system.expire_snapshots(table => .., older_than => <far future>,
+  retain_last => N)``, run whole at its commit event (the procedure decides what expires when
+  it commits, and has no scan to pin)
 * a raw ``append`` / ``fast_append`` of files with rows (a scenario's set-up commit, a trace's
   initial rows) -> INSERT of those rows, one statement per data file.
 
@@ -42,7 +45,7 @@ from typing import Any
 
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT,
+from icecheck.models.commands_spec import (COMPACT, DELETE, EXPIRE, INSERT, MERGE, MERGE_INSERT,
                                            OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
 from icecheck.models.filters import And, Cmp, FalseExpr, In, IsNull, Not, Or, TrueExpr
 from icecheck.models.operations import Operation
@@ -245,6 +248,13 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
                 f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"]
     if intent.kind in (OVERWRITE, OVERWRITE_PARTITIONS):
         return insert_overwrite_sql(name, table, intent, gate)
+    if intent.kind == EXPIRE:
+        if gate:
+            raise NotExpressible("expire_snapshots has no scan to gate")
+        catalog, _, ident = name.partition(".")
+        n = dict(intent.options).get("retain_last", 1)
+        return [f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
+                f"older_than => TIMESTAMP '9999-12-31 00:00:00', retain_last => {n})"]
     if intent.kind == COMPACT:
         raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL yet")
     raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL")
@@ -378,6 +388,8 @@ _ICEBERG_EXC = {
     "org.apache.iceberg.exceptions.ValidationException": sm.VALIDATION_FAILED,
     "org.apache.iceberg.exceptions.CommitFailedException": sm.COMMIT_FAILED,
     "org.apache.iceberg.exceptions.CommitStateUnknownException": sm.COMMIT_UNKNOWN,
+    # a data file deleted (by expiry) between a statement's planning and its tasks' read
+    "org.apache.iceberg.exceptions.NotFoundException": sm.READ_FAILED,
 }
 
 
@@ -562,7 +574,7 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
             if kind == "begin":
                 adjacent = i + 1 < len(events) and events[i + 1][0] == "commit" \
                     and events[i + 1][1] is op
-                if adjacent or _metadata_delete(op):
+                if adjacent or _metadata_delete(op) or getattr(intent, "kind", None) == EXPIRE:
                     # runs whole at its commit event; a metadata-only DELETE has no scan to pin
                     # (DeleteFiles applies its filter to the head it commits on), and a gate
                     # would turn it into a row-level DELETE
@@ -602,7 +614,7 @@ def _compare(cid: str, path: str, source: str, config, actions, profile_name: st
 
     c = SparkComparison(cid, path, source, AGREE, model_seconds=model_seconds)
     try:
-        plan = build_plan(config, actions)
+        plan = build_plan(config, actions, run_read_failures=True)
     except sm.StepError as e:
         c.status, c.reason = SKIPPED, f"the run does not replay on the model: {e}"
         return c

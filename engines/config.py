@@ -26,7 +26,7 @@ from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
-             "cdc_delete")
+             "cdc_delete", "expire")
 
 
 @dataclass(frozen=True)
@@ -284,6 +284,9 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                     alts.append({"sql": "INSERT", "rows": [[100 * w + n, tag]]})
                 elif kind == "compact":
                     alts.append({"sql": "COMPACT"})
+                elif kind == "expire":
+                    # Spark's expire_snapshots procedure keeping only the current snapshot
+                    alts.append({"sql": "EXPIRE", "retain_last": 1})
                 for k in range(1, keys + 1):
                     if kind == "delete":
                         alts.append({"sql": "DELETE", "where": f"id = {k}"})

@@ -36,7 +36,7 @@ from typing import Any
 from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
                             MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                            Command)
+                            EXPIRE, Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file,
                       must_match_file, or_)
@@ -158,6 +158,12 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
                          validations=_validations(rule, profile, cmd, ()))
     if cmd.kind == UPSERT:
         return _plan_equality_upsert(cmd, rule, profile, table, names)
+    if cmd.kind == EXPIRE:
+        # reads nothing: which snapshots go is decided on the metadata the commit applies to
+        if rule.operation != ops.EXPIRE_SNAPSHOTS:
+            raise PlanError(f"EXPIRE is an expire_snapshots operation, not {rule.operation}")
+        return Operation(ops.EXPIRE_SNAPSHOTS, retain_last=int(dict(cmd.options).get(
+            "retain_last", 1)))
     if cmd.kind == MERGE_INSERT:
         return _plan_merge_insert(cmd, rule, profile, table, store, snapshot, names)
     cow_overwrite = cmd.kind in (OVERWRITE, OVERWRITE_PARTITIONS) and rule.mode == COPY_ON_WRITE

@@ -17,8 +17,12 @@ MERGE_INSERT = "MERGE_INSERT"
 # ``deletes`` (a changelog's DELETE events) removed. It reads nothing: the rows it writes replace
 # whatever the table holds for their keys when it commits.
 UPSERT = "UPSERT"
+# Spark's ``CALL system.expire_snapshots(table, older_than => now, retain_last => N)``: every
+# snapshot older than now (all of them) that is not among the last ``retain_last`` ancestors of a
+# branch, nor a ref's snapshot, expires when the procedure commits; see models/expire.py
+EXPIRE = "EXPIRE"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
-            UPSERT)
+            UPSERT, EXPIRE)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 # How an UPSERT is written (its rule's mode): an equality delete per key plus the row, position
 # deletes for keys written twice in one checkpoint (Flink's BaseEqualityDeltaWriter); see
@@ -43,6 +47,7 @@ COMMAND_KEYS = {
     OVERWRITE: {"where", "rows"},
     OVERWRITE_PARTITIONS: {"rows"},
     UPSERT: {"on", "rows", "deletes"},
+    EXPIRE: {"retain_last"},
 }
 
 
@@ -85,6 +90,8 @@ class Command:
                 return f"UPSERT ON {on}: delete {list(self.deletes)}"
             dels = f" then delete {list(self.deletes)}" if self.deletes else ""
             return f"UPSERT ON {on} {list(self.rows)}{dels}"
+        if self.kind == EXPIRE:
+            return f"EXPIRE SNAPSHOTS (retain_last {dict(self.options).get('retain_last', 1)})"
         if self.kind == COMPACT:
             opts = "".join(f" {k}={str(v).lower()}" for k, v in self.options)
             return ("COMPACT (rewrite_data_files" + opts + ")"

@@ -22,9 +22,18 @@ Java rules followed (Iceberg 1.10.2, core/src/main/java/org/apache/iceberg/):
   projection has no content column and they are read as data manifests) that no live entry of a
   retained manifest names are deleted. Metadata files are never deleted by expiry.
 
-What the model does not (yet) do: ``expireOlderThan`` / ``retainLast`` and the incremental
-clean-up they select, and the refresh between the commit and the clean-up (the model cleans up
-atomically with its swap, against the metadata it just committed).
+* ``expireOlderThan(now).retainLast(N)`` (Spark's ``expire_snapshots`` procedure with
+  ``older_than`` now and ``retain_last`` N; ``retain_last``): ``internalApply`` retains every
+  retained ref's snapshot (refs have no max age by default: ``computeRetainedRefs``), the last N
+  ancestors of every branch (``computeBranchSnapshotsToRetain``: ``minSnapshotsToKeep``), and no
+  unreferenced snapshot (all are older than now: ``unreferencedSnapshotsToRetain``); every other
+  snapshot is removed. The refs check applies to explicit ids only, so nothing is refused. Spark's
+  ExpireSnapshotsSparkAction commits with ``cleanExpiredFiles(false)`` and deletes the files
+  reachable before the commit and not after it, which is ``files_to_delete`` below.
+
+What the model does not (yet) do: core's own ``IncrementalFileCleanup`` (chosen by
+``RemoveSnapshots`` without explicit ids), and the refresh between the commit and the clean-up
+(the model cleans up atomically with its swap, against the metadata it just committed).
 """
 
 from __future__ import annotations
@@ -46,8 +55,30 @@ def resolve(base: TableMetadata, ordinals: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(log[k - 1] for k in ordinals if 1 <= k <= len(log))
 
 
-def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str) -> TableMetadata:
+def retained_by_age(base: TableMetadata, retain_last: int) -> tuple[int, ...]:
+    """The ids ``expireOlderThan(now).retainLast(retain_last)`` removes from ``base``."""
+    from itertools import islice
+
+    from .metadata import BRANCH
+    refs = [(BRANCH, base.current_snapshot_id)] if base.current_snapshot_id else []
+    refs += [(kind, sid) for _, kind, sid in base.refs]
+    keep = set()
+    for kind, sid in refs:
+        keep.add(sid)
+        if kind == BRANCH:
+            keep.update(s.snapshot_id for s in islice(base.ancestors(sid), retain_last))
+    return tuple(s.snapshot_id for s in base.snapshots if s.snapshot_id not in keep)
+
+
+def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str,
+           retain_last: int | None = None) -> TableMetadata:
     """RemoveSnapshots.internalApply on ``base``: the metadata without the expired snapshots."""
+    if retain_last is not None:
+        gone = set(retained_by_age(base, retain_last))
+        kept = tuple(s for s in base.snapshots if s.snapshot_id not in gone)
+        return TableMetadata(path, base.version + 1, base.format_version,
+                             base.last_sequence_number, base.current_snapshot_id, kept,
+                             base.snapshot_log, base.refs)
     ids = resolve(base, ordinals)
     for sid in ids:
         refs = base.refs_for(sid)

@@ -105,6 +105,9 @@ class Operation:
     # the table's commit order (1 = the first snapshot ever committed), since real snapshot ids
     # are random; resolved against the snapshot log when the expiry applies (models/expire.py).
     expire: tuple[int, ...] = field(default=(), metadata={"digest_omit_default": True})
+    # ExpireSnapshots with expireOlderThan(now) and retainLast(N) instead of ids: the snapshots
+    # to expire are chosen on the metadata each attempt applies to (models/expire.py)
+    retain_last: int | None = field(default=None, metadata={"digest_omit_default": True})
     # A command that changed no row on an engine that commits no snapshot for it but still
     # validates its window at commit (profile rule ``empty: validate``; PyIceberg's empty delete):
     # the commit refreshes, validates, and ends ``noop`` without a swap.

@@ -28,6 +28,7 @@ from . import expire as exp
 from . import refs as refs_
 from .operations import EXPIRE_SNAPSHOTS, REF_KINDS
 from .metadata import TableMetadata
+from .files import DV, POSITION_DELETES
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
 from .store import ObjectStore
@@ -145,6 +146,18 @@ class WriterProgram:
 
     name: str
     entries: tuple[tuple[Any, ...], ...]
+
+
+def _files_read(op: Operation) -> list[str]:
+    """The data files an engine reads to write ``op``: those it rewrites (copy-on-write,
+    compaction) and those its position deletes or deletion vectors target (merge-on-read)."""
+    out = [f.path for f in op.delete_data]
+    for d in op.add_deletes:
+        if d.content == DV:
+            out.append(d.referenced_data_file)
+        elif d.content == POSITION_DELETES:
+            out.extend(sorted({path for path, _ in d.positions}))
+    return [p for p in out if p]
 
 
 @dataclass(frozen=True)
@@ -365,6 +378,16 @@ class Model:
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
+        if not isinstance(w.intent, Operation):
+            # An engine reads the data files it rewrites, or whose rows its position deletes
+            # target, while its tasks run: after planning, before the commit. One that expiry
+            # deleted meanwhile fails the job (Spark: Iceberg's NotFoundException "File does not
+            # exist", observed; scenario spark-expire-retain-last-stale-writer). A Java API user's
+            # raw operation already has its files and reads nothing.
+            gone = [p for p in _files_read(op) if p in state.store.deleted]
+            if gone:
+                return self._finish(state, w, READ_FAILED, f"File does not exist: {gone[0]}",
+                                    "not_found")
         files = {f.path: f for f in op.add_data + op.add_deletes}
         return self._put_writer(state, replace(w, phase=WRITTEN), store=state.store.put_all(files))
 
@@ -402,7 +425,7 @@ class Model:
         if op.kind == EXPIRE_SNAPSHOTS:
             # RemoveSnapshots.internalApply's precondition on the refreshed metadata
             try:
-                exp.expire(state.metadata_at(w.refreshed_path), op.expire, "")
+                exp.expire(state.metadata_at(w.refreshed_path), op.expire, "", op.retain_last)
             except ValidationFailed as e:
                 return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
             return self._put_writer(state, replace(w, phase=VALIDATED))
@@ -442,7 +465,7 @@ class Model:
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         if w.operation.kind in (EXPIRE_SNAPSHOTS,) + REF_KINDS:
-            meta = (exp.expire(base, w.operation.expire, path)
+            meta = (exp.expire(base, w.operation.expire, path, w.operation.retain_last)
                     if w.operation.kind == EXPIRE_SNAPSHOTS
                     else refs_.apply_refs(base, w.operation, path))
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,

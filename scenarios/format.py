@@ -23,7 +23,7 @@ from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig,
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
                                            MERGE_INSERT, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                                           Command)
+                                           EXPIRE, Command)
 
 from .errors import InputError
 from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
@@ -813,6 +813,12 @@ def parse_command(ctx, table, node, parent) -> Command:
             keys.append(tuple(k))
         deletes = tuple(keys)
     options = ()
+    if kind == EXPIRE:
+        n = node.get("retain_last", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100:
+            raise ctx.fail(f"EXPIRE retain_last must be an integer from 1 to 100, not {n!r}",
+                           node, "retain_last" if "retain_last" in node else None)
+        options = (("retain_last", n),)
     if "options" in node:
         onode = ctx.mapping(node["options"], "COMPACT options", node, "options")
         for name, value in onode.items():

@@ -198,3 +198,31 @@ def test_reading_a_deleted_object_ends_the_operation():
     sc = parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
     verdict, _ = execute_scenario(sc, model_config(sc))
     assert verdict.passed, verdict.failures
+
+
+def test_retain_last_keeps_refs_and_each_branchs_last_ancestors():
+    """expireOlderThan(now).retainLast(N) (Spark's expire_snapshots procedure): every ref's
+    snapshot and the last N ancestors of each branch stay, everything else goes."""
+    from icecheck.models.expire import retained_by_age
+    from icecheck.models.metadata import BRANCH, TAG, Snapshot, TableMetadata
+
+    def snap(i, parent):
+        return Snapshot(i, parent, i, "append", f"ml-{i}")
+    # main: 1 <- 2 <- 3 <- 4; branch b: 2 <- 5; tag t on 1
+    snaps = (snap(1, None), snap(2, 1), snap(3, 2), snap(4, 3), snap(5, 2))
+    meta = TableMetadata("v.json", 5, 2, 5, 4, snaps, (1, 2, 3, 4, 5),
+                         (("b", BRANCH, 5), ("t", TAG, 1)))
+    assert retained_by_age(meta, 1) == (2, 3)      # kept: 4 (main), 5 (b), 1 (t)
+    assert retained_by_age(meta, 2) == ()          # + 3 (main's 2nd), 2 (b's 2nd)
+    untagged = TableMetadata("v.json", 5, 2, 5, 4, snaps, (1, 2, 3, 4, 5), (("b", BRANCH, 5),))
+    assert retained_by_age(untagged, 1) == (1, 2, 3)
+
+
+def test_expire_command_input_errors(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("version: 1\nid: x\nprofile: spark-3.5-cow-serializable\n"
+                 "table: {schema: {id: int}}\nsteps:\n  - begin: w1\n"
+                 "    command: {sql: EXPIRE, retain_last: 0}\n")
+    with pytest.raises(InputError, match="retain_last must be an integer from 1 to 100") as e:
+        load_scenario(str(p))
+    assert e.value.line == 7
