@@ -314,13 +314,15 @@ def test_unexpressible_operations_raise(open_table):
         open_table(catalog="last_writer_wins")
 
 
-def test_v3_rejects_plain_position_deletes_as_error(open_table):
+def test_v3_refuses_plain_position_deletes(open_table):
+    """addDeletes' format check (an IllegalArgumentException while the operation is built) is
+    a refusal the model reports as validation_failed (models/producer.py, delete_version)."""
     t = open_table(make_config(fmt=3))
     run(t, "setup", Operation("append", add_data=(D1,)))
     outcome, message = run(t, "w", Operation("row_delta",
                                              add_deletes=(pos_delete("p1", ("a",), ("d1", 0)),)))
-    assert outcome == "error"
-    assert "IllegalArgumentException" in message and "DV" in message, message
+    assert outcome == "validation_failed"
+    assert message == "Must use DVs for position deletes in V3: p1", message
 
 
 def test_filter_conversion(jvm_ready):
