@@ -95,6 +95,7 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
         starting_sequence_number="starting_sequence_number" in v,
         deleted_data_files_by_filter="deleted_data_files_by_filter" in v,
         validate_on_first_attempt=profile.validate_on_first_attempt,
+        idempotent_retry=profile.idempotent_retry,
     )
 
 
@@ -207,7 +208,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         # transaction), so its validations then cover the inserted rows too.
         return Operation(ops.FAST_APPEND, add_data=_group_files(table, inserts, names),
                          validations=Validations(
-                             validate_on_first_attempt=profile.validate_on_first_attempt))
+                             validate_on_first_attempt=profile.validate_on_first_attempt,
+        idempotent_retry=profile.idempotent_retry))
     touched = sorted({path for path, _ in changed})
     new_rows = [v for v in changed.values() if v is not None] + inserts
     if rule.mode == MERGE_ON_READ:
@@ -342,7 +344,8 @@ def _metadata_delete(cmd, profile, table, store, snapshot) -> Operation | None:
             return None
     return Operation(ops.DELETE_FILES, row_filter=where,
                      validations=Validations(
-                         validate_on_first_attempt=profile.validate_on_first_attempt))
+                         validate_on_first_attempt=profile.validate_on_first_attempt,
+        idempotent_retry=profile.idempotent_retry))
 
 
 def _position_deletes(table, store, snapshot, changed, names):

@@ -67,6 +67,9 @@ class Validations:
     starting_sequence_number: bool = False
     fail_missing_delete_paths: bool | None = None
     validate_on_first_attempt: bool = True
+    # PyIceberg: a retry that finds its own snapshot id in the refreshed metadata stops there,
+    # committed (the earlier attempt landed although it was reported failed); Java re-applies
+    idempotent_retry: bool = field(default=False, metadata={"digest_omit": True})
     # PyIceberg: an OverwriteFiles checks concurrently deleted data files and new delete files
     # against its conflict filter even without a row filter (Java needs overwriteByRowFilter)
     deleted_data_files_by_filter: bool = field(default=False,

@@ -68,6 +68,8 @@ class Profile:
     commands: dict
     validate_on_first_attempt: bool = True
     source: str = ""
+    # a retry that finds its own snapshot id already in the table stops, committed (PyIceberg)
+    idempotent_retry: bool = False
 
     def rule(self, command: str) -> CommandRule:
         try:
@@ -130,7 +132,10 @@ def _parse_file(path: str) -> dict[str, Profile]:
     for name, node in profiles.items():
         node = ctx.mapping(node, f"profile {name}", profiles, name)
         ctx.keys(node, {"description", "engine", "isolation", "commands",
-                        "validate_on_first_attempt"}, f"profile {name}")
+                        "validate_on_first_attempt", "idempotent_retry"}, f"profile {name}")
+        for flag in ("validate_on_first_attempt", "idempotent_retry"):
+            if flag in node and not isinstance(node[flag], bool):
+                raise ctx.fail(f"profile {name}: {flag} must be true or false", node, flag)
         isolation = node.get("isolation", "none")
         if isolation not in ISOLATION_LEVELS:
             raise ctx.fail(f"profile {name}: isolation must be one of "
@@ -144,7 +149,8 @@ def _parse_file(path: str) -> dict[str, Profile]:
             rules[cmd] = _parse_rule(ctx, rule, name, cmd)
         out[str(name)] = Profile(str(name), str(node.get("description", "")),
                                  str(node.get("engine", "")), isolation, rules,
-                                 bool(node.get("validate_on_first_attempt", True)), path)
+                                 bool(node.get("validate_on_first_attempt", True)), path,
+                                 bool(node.get("idempotent_retry", False)))
     return out
 
 

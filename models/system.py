@@ -217,11 +217,12 @@ def canonical(value: Any) -> Any:
         return out
     if is_dataclass(value) and not isinstance(value, type):
         # a field marked digest_omit_default (added after traces were recorded) is left out
-        # while it holds its default, so recorded digests stay valid
+        # while it holds its default, so recorded digests stay valid; one marked digest_omit is
+        # always left out: it is fixed by the writer's profile, which the configuration records
         return [type(value).__name__] + [canonical(getattr(value, f.name)) for f in fields(value)
-                                         if f.compare and not (
-                                             f.metadata.get("digest_omit_default")
-                                             and getattr(value, f.name) == f.default)]
+                                         if f.compare and not f.metadata.get("digest_omit")
+                                         and not (f.metadata.get("digest_omit_default")
+                                                  and getattr(value, f.name) == f.default)]
     if isinstance(value, (tuple, list)):
         return [canonical(v) for v in value]
     if isinstance(value, frozenset):
@@ -398,6 +399,15 @@ class Model:
             # PyIceberg: the first attempt swaps against the metadata it started from, with no
             # refresh (and so no validation); only a lost race makes it refresh and validate.
             pointer = w.base_path
+        if w.phantom_id is not None and w.operation.validations.idempotent_retry:
+            landed = state.metadata_at(pointer).snapshot(w.phantom_id)
+            if landed is not None:
+                # PyIceberg's Transaction.commit_transaction: after a CommitFailedException it
+                # refreshes and, when every producer's (stable) snapshot id is in the table,
+                # "A previous attempt actually landed even though it was reported as failed ...
+                # Stop here instead of committing the same data again."
+                return self._finish(state, w, COMMITTED, None, snapshot_id=w.phantom_id,
+                                    seq=landed.sequence_number, applied=True)
         if w.operation.kind in REF_KINDS:
             # BaseTransaction.applyUpdates: the ref update was built on the metadata the writer
             # began with; any other metadata fails it ("Table metadata refresh is required")
