@@ -263,6 +263,13 @@ def scenario_docs(draw) -> dict:
                 and draw(st.integers(0, 2)) == 0:
             op["delete"] = [draw(st.sampled_from(data))]
 
+    # a v2 -> v3 format upgrade racing the writers (updateProperties format-version), drawn
+    # last: pending and later position delete files are then refused
+    # (validateDeleteFilesForVersion)
+    if fv == 2 and draw(st.integers(0, 3)) == 0:
+        steps.insert(draw(st.integers(1, len(steps))),
+                     {"commit": {"op": "upgrade_format_version", "format_version": 3}})
+
     doc: dict[str, Any] = {"version": 1, "id": "random", "table": {
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}
     if spec:

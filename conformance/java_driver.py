@@ -31,6 +31,7 @@ from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, Del
 from ..models.operations import (APPEND, CREATE_BRANCH, CREATE_TAG, DELETE_FILES,
                                  EXPIRE_SNAPSHOTS, FAST_APPEND, FAST_FORWARD, KIND_ALIASES,
                                  OVERWRITE, REF_KINDS, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
+                                 UPGRADE_FORMAT,
                                  Operation)
 from ..models.table import TableConfig
 from .java_gateway import get_gateway
@@ -78,7 +79,8 @@ _REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
                          r"Cannot fast-forward: \S+ is not an ancestor of \S+$|"
                          r"Ref \S+ already exists$|Ref does not exist: \S+$|"
                          r"Ref \S+ is a tag not a branch$|Cannot set \S+ to unknown snapshot|"
-                         r"Must use DVs for position deletes in V\d+: \S+$)")
+                         r"Must use DVs for position deletes in V\d+: \S+$|"
+                         r"Cannot downgrade v\d+ table to v\d+$)")
 
 # Java calls each validation switch maps to, per operation kind (docs/scenario-format.md).
 _SWITCH_KINDS = {
@@ -715,6 +717,9 @@ class JavaWriter:
                     target = current.snapshotId() if current is not None else -1
                 (u.createBranch if kind == CREATE_BRANCH else u.createTag)(name, target)
             return u
+        elif kind == UPGRADE_FORMAT:
+            # PropertiesUpdate: TableMetadata.replaceProperties upgrades the format version
+            return jtable.updateProperties().set("format-version", str(op.format_version))
         elif kind == EXPIRE_SNAPSHOTS:
             # RemoveSnapshots with explicit ids (ReachableFileCleanup); ordinals index the
             # table's commit order as this driver saw it (JavaTable.note_commit)
@@ -788,7 +793,7 @@ class JavaWriter:
             REWRITE: {"add_data", "delete_data", "add_deletes", "remove_deletes"},
             DELETE_FILES: {"delete_data", "row_filter"},
             REPLACE_PARTITIONS: {"add_data"},
-            EXPIRE_SNAPSHOTS: set(),
+            EXPIRE_SNAPSHOTS: set(), UPGRADE_FORMAT: set(),
             CREATE_BRANCH: set(), CREATE_TAG: set(), FAST_FORWARD: set(),
         }.get(kind)
         if allowed is None:

@@ -20,6 +20,11 @@ REWRITE = "rewrite"            # BaseRewriteFiles
 DELETE_FILES = "delete_files"  # StreamingDelete
 REPLACE_PARTITIONS = "replace_partitions"  # BaseReplacePartitions
 EXPIRE_SNAPSHOTS = "expire_snapshots"      # RemoveSnapshots (table.expireSnapshots()), models/expire.py
+# table.updateProperties().set("format-version", "3") (PropertiesUpdate; Spark: ALTER TABLE ...
+# SET TBLPROPERTIES ('format-version' = '3')): TableMetadata.replaceProperties upgrades the format
+UPGRADE_FORMAT = "upgrade_format_version"
+# operations that change the metadata without a snapshot, re-applied on every attempt's refresh
+METADATA_KINDS = (EXPIRE_SNAPSHOTS, UPGRADE_FORMAT)
 # ManageSnapshots (table.manageSnapshots()): ref updates, models/refs.py
 CREATE_BRANCH = "create_branch"            # .createBranch(name, snapshotId)
 CREATE_TAG = "create_tag"                  # .createTag(name, snapshotId)
@@ -27,7 +32,7 @@ FAST_FORWARD = "fast_forward"              # .fastForwardBranch(from, to)
 REF_KINDS = (CREATE_BRANCH, CREATE_TAG, FAST_FORWARD)
 
 KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
-         EXPIRE_SNAPSHOTS) + REF_KINDS
+         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT) + REF_KINDS
 KIND_ALIASES = {"merge_append": APPEND}
 
 JAVA_NAMES = {
@@ -39,6 +44,7 @@ JAVA_NAMES = {
     DELETE_FILES: "DeleteFiles",
     REPLACE_PARTITIONS: "ReplacePartitions",
     EXPIRE_SNAPSHOTS: "ExpireSnapshots",
+    UPGRADE_FORMAT: "UpdateProperties (format-version)",
     CREATE_BRANCH: "ManageSnapshots.createBranch",
     CREATE_TAG: "ManageSnapshots.createTag",
     FAST_FORWARD: "ManageSnapshots.fastForwardBranch",
@@ -111,6 +117,8 @@ class Operation:
     # ExpireSnapshots with expireOlderThan(now) and retainLast(N) instead of ids: the snapshots
     # to expire are chosen on the metadata each attempt applies to (models/expire.py)
     retain_last: int | None = field(default=None, metadata={"digest_omit_default": True})
+    # UPGRADE_FORMAT: the format version it sets
+    format_version: int | None = field(default=None, metadata={"digest_omit_default": True})
     # A command that changed no row on an engine that commits no snapshot for it but still
     # validates its window at commit (profile rule ``empty: validate``; PyIceberg's empty delete):
     # the commit refreshes, validates, and ends ``noop`` without a swap.

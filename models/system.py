@@ -26,7 +26,7 @@ from typing import Any, Callable
 from . import catalog as cat
 from . import expire as exp
 from . import refs as refs_
-from .operations import EXPIRE_SNAPSHOTS, REF_KINDS
+from .operations import EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS, UPGRADE_FORMAT
 from .metadata import TableMetadata
 from .files import DV, POSITION_DELETES
 from .operations import Operation
@@ -371,7 +371,7 @@ class Model:
             return got[2]
         try:
             result = self.config.planner(intent, state=state, base=base, writer=w,
-                                         table=self.table)
+                                         table=self._table_at(base))
         except NothingToDo as e:
             result = e
         self._plans[key] = (base, intent, result)
@@ -425,12 +425,28 @@ class Model:
                 state = self._write_metadata(state, w, a)
         return state
 
+    def _table_at(self, meta: TableMetadata) -> TableConfig:
+        """The table as ``meta`` has it: its format version may have been upgraded since the
+        table was created (UPGRADE_FORMAT); engines plan, and Java validates, by the metadata."""
+        if meta.format_version == self.table.format_version:
+            return self.table
+        return replace(self.table, format_version=meta.format_version)
+
     def _starting_id(self, w: WriterState) -> int | None:
         return w.base_snapshot_id if w.operation.validations.from_snapshot else None
 
     def _validate(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
         if op.kind in REF_KINDS:  # checked when built, on this same metadata
+            return self._put_writer(state, replace(w, phase=VALIDATED))
+        if op.kind == UPGRADE_FORMAT:
+            base = state.metadata_at(w.refreshed_path)
+            if op.format_version < base.format_version:
+                # TableMetadata.Builder.upgradeFormatVersion's precondition (an
+                # IllegalArgumentException, never retried)
+                return self._finish(state, w, VALIDATION_FAILED,
+                                    f"Cannot downgrade v{base.format_version} table to "
+                                    f"v{op.format_version}", "format_downgrade")
             return self._put_writer(state, replace(w, phase=VALIDATED))
         if op.kind == EXPIRE_SNAPSHOTS:
             # RemoveSnapshots.internalApply's precondition on the refreshed metadata
@@ -442,7 +458,8 @@ class Model:
         if op.validations.validate_on_first_attempt or w.attempt > 0 or op.no_snapshot:
             base = state.metadata_at(w.refreshed_path)
             try:
-                validate_operation(state.store, self.table, base, op, self._starting_id(w))
+                validate_operation(state.store, self._table_at(base), base, op,
+                                   self._starting_id(w))
             except ValidationFailed as e:
                 return self._finish(state, w, VALIDATION_FAILED, e.message, e.check,
                                     store=self._clean_all(state, w),
@@ -474,10 +491,17 @@ class Model:
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=w.phantom_id,
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
-        if w.operation.kind in (EXPIRE_SNAPSHOTS,) + REF_KINDS:
-            meta = (exp.expire(base, w.operation.expire, path, w.operation.retain_last)
-                    if w.operation.kind == EXPIRE_SNAPSHOTS
-                    else refs_.apply_refs(base, w.operation, path))
+        if w.operation.kind in METADATA_KINDS + REF_KINDS:
+            if w.operation.kind == EXPIRE_SNAPSHOTS:
+                meta = exp.expire(base, w.operation.expire, path, w.operation.retain_last)
+            elif w.operation.kind == UPGRADE_FORMAT:
+                # PropertiesUpdate.commit: replaceProperties on each attempt's refreshed metadata
+                # (TableMetadata.Builder.upgradeFormatVersion; the same version changes nothing)
+                meta = replace(base, path=path, version=base.version + 1,
+                               format_version=max(base.format_version,
+                                                  w.operation.format_version))
+            else:
+                meta = refs_.apply_refs(base, w.operation, path)
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
@@ -487,7 +511,7 @@ class Model:
             if start_id is not None and w.base_path is not None:
                 began = state.metadata_at(w.base_path).snapshot(start_id)
                 start_seq = began.sequence_number if began is not None else None
-            produced = produce_snapshot(state.store, self.table, base, w.operation,
+            produced = produce_snapshot(state.store, self._table_at(base), base, w.operation,
                                         snapshot_id=snapshot_id, writer_name=w.name,
                                         metadata_path=path, starting_id=start_id,
                                         starting_sequence=start_seq)
@@ -518,7 +542,7 @@ class Model:
                 store = state.store.delete_all(exp.files_to_delete(state.store, base, new))
                 return self._finish(state, w, COMMITTED, None, applied=True,
                                     catalog=result.catalog, store=store)
-            if w.operation.kind in REF_KINDS:
+            if w.operation.kind in REF_KINDS + (UPGRADE_FORMAT,):
                 return self._finish(state, w, COMMITTED, None, applied=True,
                                     catalog=result.catalog)
             snap = new.snapshot(w.pending_snapshot_id)  # a rollback keeps its old number

@@ -35,7 +35,7 @@ TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
 FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
              "equality_ids"}
 OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
-           "expect", "snapshots", "branch", "name", "snapshot", "to"}
+           "expect", "snapshots", "branch", "name", "snapshot", "to", "format_version"}
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
@@ -56,6 +56,7 @@ OPS_ALLOWED_KEYS = {
     ops.DELETE_FILES: {"delete", "row_filter"},
     ops.REPLACE_PARTITIONS: {"add"},
     ops.EXPIRE_SNAPSHOTS: {"snapshots"},
+    ops.UPGRADE_FORMAT: {"format_version"},
     ops.CREATE_BRANCH: {"name", "snapshot"},
     ops.CREATE_TAG: {"name", "snapshot"},
     ops.FAST_FORWARD: {"name", "to"},
@@ -455,7 +456,7 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                        f"{', '.join(ops.KINDS)}", node, "op")
     ctx.keys(node, OP_KEYS | {"begin"}, f"a {kind} operation")
     for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter", "snapshots",
-                "name", "snapshot", "to"):
+                "name", "snapshot", "to", "format_version"):
         if key in node and key not in OPS_ALLOWED_KEYS[kind]:
             raise ctx.fail(f"{kind} does not take {key!r} (it takes "
                            f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
@@ -483,6 +484,14 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                            f"{replaced} replaced records", node, "add")
     if kind == ops.REPLACE_PARTITIONS and not add:
         raise ctx.fail("replace_partitions needs at least one file to add", node, "op")
+    if kind == ops.UPGRADE_FORMAT:
+        v = node.get("format_version")
+        if isinstance(v, bool) or v not in (2, 3):
+            raise ctx.fail(f"upgrade_format_version needs format_version: 2 or 3, not {v!r}",
+                           node, "format_version" if "format_version" in node else "op")
+        if "validate" in node:
+            raise ctx.fail("upgrade_format_version takes no validate", node, "validate")
+        return Operation(kind, format_version=v)
     if kind == ops.EXPIRE_SNAPSHOTS:
         if "validate" in node:
             raise ctx.fail("expire_snapshots takes no validate (ExpireSnapshots has no "

@@ -236,3 +236,14 @@ def test_sweep_filters_matching_nothing_name_the_options():
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("error: --catalog/--format: no cell of "), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_upgrade_format_version_input_errors(tmp_path):
+    from icecheck.scenarios.errors import InputError
+    from icecheck.scenarios.format import load_scenario
+    p = tmp_path / "s.yaml"
+    p.write_text("version: 1\nid: x\ntable: {schema: {id: int}}\nsteps:\n"
+                 "  - commit: {op: upgrade_format_version, format_version: 4}\n")
+    with pytest.raises(InputError, match="format_version: 2 or 3, not 4") as e:
+        load_scenario(str(p))
+    assert e.value.line == 5
