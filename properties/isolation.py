@@ -173,6 +173,13 @@ def elementary_cycles(succ: dict) -> list[list]:
     return out
 
 
+def _left(eff, key, missing):
+    """The rows ``eff`` leaves for ``key`` (a blind UPSERT's too), or ``missing``."""
+    if key in eff.sets:
+        return eff.sets[key]
+    return tuple(eff.blind_sets.get(key, missing)) if key in eff.blind_sets else missing
+
+
 def check(a) -> list:
     """One violation per elementary dependency cycle, weakest anomaly first."""
     from .common import jsonable
@@ -200,7 +207,7 @@ def check(a) -> list:
         # row): the table equals a serial order's; only what each reported (row counts) differs.
         same = bool(rw) and all(
             effects.get(e[0]) is not None and effects.get(e[1]) is not None
-            and effects[e[0]].sets.get(e[3], 0) == effects[e[1]].sets.get(e[3], 1)
+            and _left(effects[e[0]], e[3], 0) == _left(effects[e[1]], e[3], 1)
             for e in rw)
         writers = []
         for e in edges:

@@ -57,6 +57,9 @@ class Effect:
     inserted: set = field(default_factory=set)     # keys it added while they were absent at base
     deleted: set = field(default_factory=set)      # keys it deleted (present at base, now gone)
     logical_noop: bool = False                     # COMPACT / RewriteFiles
+    # a blind write's rows per key it leaves (an UPSERT: () for a key it deletes); the effect
+    # itself is ``drop`` + ``appends``, this only tells the isolation check what it wrote
+    blind_sets: dict = field(default_factory=dict)
 
 
 class KeyFn:
@@ -170,6 +173,13 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
             eff.drop = lambda r: tuple(r[i] for i in idx) in keys
             for r in final.values():
                 eff.appends.setdefault(kf(r), []).append(r)
+            if kf.keyed and all(c in intent.on for c in (kf.key,) + kf.scope):
+                for k in keys:
+                    values = dict(zip(intent.on, k))
+                    ident = values[kf.key] if not kf.scope else (
+                        (values[kf.key],) + tuple(values[c] for c in kf.scope))
+                    row = final.get(k)
+                    eff.blind_sets[ident] = (row,) if row is not None else ()
             return eff
         if kind in (OVERWRITE, OVERWRITE_PARTITIONS):
             for r in intent.rows:
