@@ -99,6 +99,13 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
     )
 
 
+def _engine_only(profile: Profile) -> Validations:
+    """No validation switch on, only the engine's commit behaviour (first-attempt validation,
+    idempotent retry)."""
+    return Validations(validate_on_first_attempt=profile.validate_on_first_attempt,
+                       idempotent_retry=profile.idempotent_retry)
+
+
 def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:
     """PyIceberg's dynamic_partition_overwrite delete filter: OR over the written partitions of
     AND over ``col = value`` (``col is null``); identity partition fields only."""
@@ -207,9 +214,7 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         # for the whole upsert (PyIceberg commits an overwrite and an append, two snapshots of one
         # transaction), so its validations then cover the inserted rows too.
         return Operation(ops.FAST_APPEND, add_data=_group_files(table, inserts, names),
-                         validations=Validations(
-                             validate_on_first_attempt=profile.validate_on_first_attempt,
-        idempotent_retry=profile.idempotent_retry))
+                         validations=_engine_only(profile))
     touched = sorted({path for path, _ in changed})
     new_rows = [v for v in changed.values() if v is not None] + inserts
     if rule.mode == MERGE_ON_READ:
@@ -343,9 +348,7 @@ def _metadata_delete(cmd, profile, table, store, snapshot) -> Operation | None:
         if might_match_file(where, *args) and not must_match_file(where, *args):
             return None
     return Operation(ops.DELETE_FILES, row_filter=where,
-                     validations=Validations(
-                         validate_on_first_attempt=profile.validate_on_first_attempt,
-        idempotent_retry=profile.idempotent_retry))
+                     validations=_engine_only(profile))
 
 
 def _position_deletes(table, store, snapshot, changed, names):
