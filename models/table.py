@@ -23,6 +23,8 @@ DEFAULT_PROPERTIES = {
     "commit.manifest.min-count-to-merge": 100,
     "commit.manifest-merge.enabled": True,
 }
+MANIFEST_TARGET_SIZE = "commit.manifest.target-size-bytes"
+MANIFEST_TARGET_SIZE_DEFAULT = 8 * 1024 * 1024     # TableProperties.MANIFEST_TARGET_SIZE_BYTES
 #: The largest retry count the model accepts: each retry is a step of every writer, so a bound
 #: far above Java's default (4) only makes explorations explode.
 MAX_RETRIES = 20
@@ -38,6 +40,17 @@ def property_error(key: Any, value: Any) -> str | None:
     """
     if not isinstance(key, str):
         return f"property names are strings, not {key!r}"
+    if key == MANIFEST_TARGET_SIZE:
+        # ManifestMergeManager packs manifests into bins of this many bytes (ListPacker by
+        # ManifestFile::length); the model has no byte sizes and keeps one bin, which is what
+        # Java does while a table's manifests stay below the 8 MB default
+        size = int(value) if isinstance(value, str) and value.strip().isdigit() else value
+        if isinstance(size, bool) or not isinstance(size, int) \
+                or size < MANIFEST_TARGET_SIZE_DEFAULT:
+            return (f"{key} below {MANIFEST_TARGET_SIZE_DEFAULT} (Java's default) is not "
+                    f"modelled: the model has no manifest byte sizes and merges a commit's "
+                    f"manifests in one bin, as Java does below the target size, not {value!r}")
+        return None
     if key not in DEFAULT_PROPERTIES:
         return None if isinstance(value, (str, int, float, bool)) else \
             f"{key}: {value!r} is not a scalar value"

@@ -247,3 +247,15 @@ def test_upgrade_format_version_input_errors(tmp_path):
     with pytest.raises(InputError, match="format_version: 2 or 3, not 4") as e:
         load_scenario(str(p))
     assert e.value.line == 5
+
+
+def test_small_manifest_target_size_is_refused(tmp_path):
+    """The model has no manifest byte sizes: a target size that would make Java bin manifests
+    is an input error naming the line, not a silently different model."""
+    from icecheck.scenarios.errors import InputError
+    from icecheck.scenarios.format import load_scenario
+    p = tmp_path / "s.yaml"
+    p.write_text("version: 1\nid: x\ntable:\n  schema: {id: int}\n  properties:\n"
+                 "    commit.manifest.target-size-bytes: 1024\nsteps: []\n")
+    with pytest.raises(InputError, match="is not modelled: the model has no manifest byte sizes"):
+        load_scenario(str(p))
