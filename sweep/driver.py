@@ -54,8 +54,14 @@ def sweep(master: str | None, out: str, *, space_path: str | None = None,
     finally:
         if own:
             spark.stop()
-    wall = round(time.monotonic() - t0, 2)
-    meta = {"master": master_used, "parallelism": run.parallelism, "wall_seconds": wall,
+    return _finish(run, skipped, space, out, t0, master=master_used, spark_up=spark_up,
+                   parquet=parquet, report=report)
+
+
+def _finish(run, skipped, space, out, t0, *, master, spark_up, parquet, report) -> dict:
+    """The run's metadata, and its reports (or just the counts)."""
+    meta = {"master": master, "parallelism": run.parallelism,
+            "wall_seconds": round(time.monotonic() - t0, 2),
             "spark_start_seconds": round(spark_up, 2), "sweep_seconds": round(run.seconds, 2),
             "cells_run": run.ran, "cells_resumed": run.skipped,
             "space": os.path.relpath(space.path) if space.path else "",
@@ -76,16 +82,8 @@ def _sweep_local(todo, skipped, space, out, t0, *, resume, report, workers, on_s
     if run.interrupted:
         return {"interrupted": True, "done": len(run.results), "total": len(todo), "out": out}
     parquet = write_parquet_local(run.results, out) if run.results else None
-    meta = {"master": run.master, "parallelism": run.parallelism,
-            "wall_seconds": round(time.monotonic() - t0, 2), "spark_start_seconds": 0.0,
-            "sweep_seconds": round(run.seconds, 2), "cells_run": run.ran,
-            "cells_resumed": run.skipped,
-            "space": os.path.relpath(space.path) if space.path else "",
-            "space_summary": space_summary(space), "parquet": parquet}
-    summary = (write_reports(run.results, skipped, out, meta) if report
-               else {"cells": len(run.results), "meta": meta})
-    summary["out"] = out
-    return summary
+    return _finish(run, skipped, space, out, t0, master=run.master, spark_up=0.0,
+                   parquet=parquet, report=report)
 
 
 def scaling(out_dir: str, *, space_path: str | None = None, filters: Filters | None = None,
