@@ -65,11 +65,22 @@ def _target(model: Model, before: State, after: State, path: str, pos: int, key:
 
 
 def commit_lines(model: Model, before: State, after: State, key: str) -> list[str]:
-    """What the current snapshot of ``after`` added: each file with its rows or targets."""
+    """What the current snapshot of ``after`` added: each file with its rows or targets; then
+    each file live before and gone after, as ``removed <path>: ...`` (a rewritten data file, or
+    a delete file the commit dropped: the evidence of an undelete by clean-up)."""
     snap = after.metadata.current
     if snap is None:
         return []
     out = []
+    prev = before.metadata.current
+    if prev is not None:
+        from icecheck.models.reads import live_data_entries, live_delete_entries
+        gone = []
+        for entries in (live_data_entries, live_delete_entries):
+            now = {e.file.path for e in entries(after.store.archive(), snap)}
+            gone += [e for e in entries(before.store.archive(), prev) if e.file.path not in now]
+        out += [f"removed {e.file.path}: {file_text(e.file)} (data seq {e.data_sequence_number})"
+                for e in gone]
     for mp in after.store[snap.manifest_list].manifests:
         for e in after.store[mp].entries:
             if e.status != ADDED or e.snapshot_id != snap.snapshot_id:
@@ -81,7 +92,11 @@ def commit_lines(model: Model, before: State, after: State, key: str) -> list[st
                            + "; ".join(_target(model, before, after, p, pos, key)
                                        for p, pos in f.positions))
             else:
-                out.append(f"{f.path}: {file_text(f)}")
+                # a file committed with an older data sequence number than its snapshot's (a
+                # compaction keeping its starting sequence number): deletes newer than it apply
+                older = (f" (data seq {e.data_sequence_number}, older than the snapshot's)"
+                         if e.data_sequence_number != snap.sequence_number else "")
+                out.append(f"{f.path}: {file_text(f)}{older}")
     return out
 
 
@@ -121,7 +136,8 @@ def evidence_text(model: Model, run, key: str) -> str:
     lines = ["commits (what each wrote, which file and row each delete targets, the rows after):"]
     for k, head, files, rows in snapshot_evidence(model, run, key):
         lines.append(f"  step {k}: {head}")
-        lines += [f"    + {f}" for f in files] or ["    (no files)"]
+        lines += [f"    - {f[len('removed '):]}" if f.startswith("removed ") else f"    + {f}"
+                  for f in files] or ["    (no files)"]
         lines.append("    rows: " + ("; ".join(rows) if rows else "(empty)"))
     edges, cycles = dependency_lines(model, run.final, key)
     lines.append("dependencies between committed operations (ww/wr/rw on a key):")
