@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -1081,3 +1081,55 @@ def might_match_file(
     return might_match_partition(expr, spec, partition) and might_match_bounds(
         expr, lower, upper, null_counts, record_count
     )
+
+
+def might_match_manifest(expr: Expr, spec: PartitionSpec, partitions: Iterable[tuple]) -> bool:
+    """Java's ``ManifestEvaluator.forRowFilter(expr, spec)`` on a manifest's partition summary
+    (``ManifestFilterManager.canContainExpressionDeletes``): the inclusive projection of
+    ``expr`` against each partition field's ``contains_null`` and lower/upper bounds over
+    ``partitions`` (the partition tuples of every entry the manifest was written with).
+
+    Unlike the per-file ``Evaluator`` (nulls sort first, so ``null < 4`` holds), a field whose
+    values are all null cannot match a comparison: such a manifest is never opened for a row
+    filter (found by the differential mode: a delete file of a null truncate partition survives
+    ``deleteFromRowFilter(id < 4)`` on Java)."""
+    parts = [tuple(p) for p in partitions]
+    stats = {}
+    for i, name in enumerate(spec.names):
+        values = [p[i] for p in parts]
+        present = [v for v in values if v is not None]
+        stats[name] = (any(v is None for v in values), min(present) if present else None,
+                       max(present) if present else None)
+    return _manifest_eval(project_inclusive(expr, spec), stats)
+
+
+def _manifest_eval(expr: Expr, stats: Mapping[str, tuple]) -> bool:
+    if isinstance(expr, TrueExpr):
+        return True
+    if isinstance(expr, FalseExpr):
+        return False
+    if isinstance(expr, And):
+        return _manifest_eval(expr.left, stats) and _manifest_eval(expr.right, stats)
+    if isinstance(expr, Or):
+        return _manifest_eval(expr.left, stats) or _manifest_eval(expr.right, stats)
+    has_null, lower, upper = stats.get(expr.column, (True, None, None))
+    if isinstance(expr, IsNull):
+        return (lower is not None) if expr.negated else has_null
+    if lower is None:                      # every value is null: no comparison can hold
+        return isinstance(expr, In) and expr.negated or isinstance(expr, Cmp) and expr.op == "!="
+    if isinstance(expr, In):
+        if expr.negated:
+            return True
+        return any(_java_cmp(lower, v) <= 0 <= _java_cmp(upper, v) for v in expr.values)
+    op, lit = expr.op, expr.value
+    if op == "<":
+        return _java_cmp(lower, lit) < 0
+    if op == "<=":
+        return _java_cmp(lower, lit) <= 0
+    if op == ">":
+        return _java_cmp(upper, lit) > 0
+    if op == ">=":
+        return _java_cmp(upper, lit) >= 0
+    if op == "=":
+        return _java_cmp(lower, lit) <= 0 <= _java_cmp(upper, lit)
+    return True                            # != : bounds cannot rule it out

@@ -17,7 +17,7 @@ from typing import Mapping
 
 from . import operations as ops
 from .files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
-from .filters import FalseExpr, might_match_file, must_match_file
+from .filters import FalseExpr, might_match_file, might_match_manifest, must_match_file
 from .metadata import (ADDED, APPEND, BRANCH, DATA_MANIFEST, MAIN_BRANCH, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
                        TableMetadata)
@@ -340,7 +340,21 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         return (f.path in delete_paths or f.partition in drop_partitions
                 or unpartitioned_replace or _row_filter_deletes(table, op, f))
 
-    data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw)
+    def expression_opens(m: Manifest) -> bool:
+        """ManifestFilterManager.canContainExpressionDeletes: ManifestEvaluator on the
+        manifest's partition summary (every entry it was written with)."""
+        return op.row_filter is not None and might_match_manifest(
+            op.row_filter, table.spec, [e.file.partition for e in m.entries])
+
+    def data_manifest_opened(m: Manifest) -> bool:
+        """ManifestFilterManager.canContainDeletedFiles for a data manifest: a row filter opens
+        only the manifests whose partition summary might match it; once opened, every entry
+        is checked against it."""
+        return (op.row_filter is None or expression_opens(m) or bool(delete_paths)
+                or bool(drop_partitions) or unpartitioned_replace)
+
+    data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw,
+                                                     opened=data_manifest_opened)
     _fail_any_delete(table, op, parent_data, removed_data)
     if op.missing_delete_paths_enabled:
         # ManifestFilterManager.validateRequiredDeletes: COMMA.join(...), no brackets, no spaces
@@ -381,7 +395,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     def delete_manifest_opened(m: Manifest) -> bool:
         """ManifestFilterManager.canContainDeletedFiles (Iceberg 1.10)."""
-        if op.row_filter is not None or drop_partitions or unpartitioned_replace:
+        if drop_partitions or unpartitioned_replace or expression_opens(m):
             return True
         if remove_delete_paths:
             return any(e.file.partition in remove_delete_partitions for e in m.entries)

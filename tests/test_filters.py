@@ -614,3 +614,21 @@ def test_projection_exhaustively_sound_for_single_predicates(
                     str(projected),
                     row,
                 )
+
+
+def test_manifest_evaluator_on_partition_summaries():
+    """ManifestEvaluator: an all-null partition field cannot satisfy a comparison (unlike the
+    per-file Evaluator, which sorts null first); bounds decide the rest."""
+    from icecheck.models.filters import might_match_manifest, might_match_partition
+    from icecheck.models.transforms import parse_partition_spec
+    spec = parse_partition_spec(["truncate(4, id)"])
+    f = parse_filter("id < 4")
+    assert might_match_partition(f, spec, (None,))          # Evaluator: null < ... holds
+    assert not might_match_manifest(f, spec, [(None,)])      # ManifestEvaluator: it cannot
+    assert might_match_manifest(f, spec, [(None,), (0,)])
+    assert not might_match_manifest(f, spec, [(4,), (8,)])
+    assert might_match_manifest(parse_filter("id is null"), spec, [(None,), (4,)])
+    assert not might_match_manifest(parse_filter("id is null"), spec, [(4,)])
+    assert might_match_manifest(parse_filter("id != 3"), spec, [(None,)])
+    assert might_match_manifest(parse_filter("id in (5, 100)"), spec, [(4,), (8,)])
+    assert not might_match_manifest(parse_filter("id in (1, 100)"), spec, [(4,), (8,)])
