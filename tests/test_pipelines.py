@@ -112,3 +112,5 @@ def test_the_json_schema_names_what_the_loader_reads():
     assert set(props["jobs"]["items"]["properties"]) == load.JOB_KEYS
     assert set(props["bounds"]["properties"]) == load.BOUND_KEYS
     assert set(props["catalog"]["oneOf"][0]["enum"]) == set(cat.KINDS)
+    from icecheck.models.commands_spec import COMMANDS
+    assert set(schema["$defs"]["command"]["properties"]["sql"]["enum"]) == set(COMMANDS)
