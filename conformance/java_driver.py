@@ -686,8 +686,12 @@ class JavaWriter:
                 u.deleteFile(jf(f))
             for f in op.add_data:
                 u.addFile(jf(f))
+            explicit = dict(op.deletes_data_sequence_numbers)
             for f in op.add_deletes:
-                u.addFile(jf(f))
+                if f.path in explicit:
+                    u.addFile(jf(f), explicit[f.path])
+                else:
+                    u.addFile(jf(f))
             if v.starting_sequence_number and self.base_sequence_number is not None:
                 u.dataSequenceNumber(self.base_sequence_number)
         elif kind == DELETE_FILES:

@@ -13,6 +13,9 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
 * MERGE_INSERT -> the same without the WHEN MATCHED clause (Spark plans it as an append)
 * OVERWRITE_PARTITIONS -> ``INSERT OVERWRITE t SELECT ..`` in dynamic partitionOverwriteMode;
   OVERWRITE -> static ``INSERT OVERWRITE t [PARTITION (p = v)] SELECT ..`` (insert_overwrite_sql)
+* REWRITE_POSITION_DELETES -> ``CALL <catalog>.system.rewrite_position_delete_files(table =>
+  .., options => map('rewrite-all', 'true'))`` (only when nothing runs between its begin and
+  its commit: a procedure cannot be paused)
 * EXPIRE -> ``CALL <catalog>.system.expire_snapshots(table => .., older_than => <far future>,
   retain_last => N)``, run whole at its commit event (the procedure decides what expires when
   it commits, and has no scan to pin)
@@ -46,7 +49,8 @@ from typing import Any
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
 from icecheck.models.commands_spec import (COMPACT, DELETE, EXPIRE, INSERT, MERGE, MERGE_INSERT,
-                                           OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, Command)
+                                           OVERWRITE, OVERWRITE_PARTITIONS,
+                                           REWRITE_POSITION_DELETES, UPDATE, Command)
 from icecheck.models.filters import And, Cmp, FalseExpr, In, IsNull, Not, Or, TrueExpr
 from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
@@ -255,6 +259,13 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         n = dict(intent.options).get("retain_last", 1)
         return [f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
                 f"older_than => TIMESTAMP '9999-12-31 00:00:00', retain_last => {n})"]
+    if intent.kind == REWRITE_POSITION_DELETES:
+        if gate:
+            raise NotExpressible("rewrite_position_delete_files cannot be paused between its "
+                                 "planning and its commit")
+        catalog, _, ident = name.partition(".")
+        return [f"CALL {catalog}.system.rewrite_position_delete_files(table => '{ident}', "
+                f"options => map('rewrite-all', 'true'))"]
     if intent.kind == COMPACT:
         raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL yet")
     raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL")

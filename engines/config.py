@@ -26,7 +26,7 @@ from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
-             "cdc_delete", "expire")
+             "cdc_delete", "expire", "rewrite_deletes")
 
 
 @dataclass(frozen=True)
@@ -284,6 +284,9 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                     alts.append({"sql": "INSERT", "rows": [[100 * w + n, tag]]})
                 elif kind == "compact":
                     alts.append({"sql": "COMPACT"})
+                elif kind == "rewrite_deletes":
+                    # Spark's rewrite_position_delete_files (rewrite-all)
+                    alts.append({"sql": "REWRITE_POSITION_DELETES"})
                 elif kind == "expire":
                     # Spark's expire_snapshots procedure keeping only the current snapshot
                     alts.append({"sql": "EXPIRE", "retain_last": 1})

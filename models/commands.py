@@ -35,8 +35,8 @@ from typing import Any
 
 from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
-                            MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                            EXPIRE, Command)
+                            MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS,
+                            REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE, Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file,
                       must_match_file, or_)
@@ -166,6 +166,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
                          validations=_validations(rule, profile, cmd, ()))
     if cmd.kind == UPSERT:
         return _plan_equality_upsert(cmd, rule, profile, table, names)
+    if cmd.kind == REWRITE_POSITION_DELETES:
+        return _plan_rewrite_position_deletes(rule, profile, table, store, snapshot, names)
     if cmd.kind == EXPIRE:
         # reads nothing: which snapshots go is decided on the metadata the commit applies to
         if rule.operation != ops.EXPIRE_SNAPSHOTS:
@@ -327,6 +329,40 @@ def _plan_equality_upsert(cmd, rule, profile, table, names) -> Operation:
                                       positions=tuple(sorted(positions))))
     return Operation(rule.operation, add_data=tuple(data), add_deletes=tuple(deletes),
                      validations=_validations(rule, profile, cmd, ()))
+
+
+def _plan_rewrite_position_deletes(rule, profile, table, store, snapshot, names) -> Operation:
+    """Spark's rewrite_position_delete_files with ``rewrite-all`` (v2 tables).
+
+    BinPackRewritePositionDeletePlanner groups the live position delete files by partition;
+    SparkRewritePositionDeleteRunner.doRewrite reads each group's deletes and keeps only those
+    whose data file is live in that partition ("keep only valid position deletes": a left-semi
+    join with the data files), writing them into a new file; RewritePositionDeletesCommitManager
+    .commit (1.10.2) commits one RewriteFiles validated from the start snapshot that deletes the
+    group's files and adds the new ones with ``group.maxRewrittenDataSequenceNumber()``. A group
+    whose deletes are all dangling adds no file. Nothing to rewrite: no commit."""
+    if table.format_version >= 3:
+        raise PlanError("rewrite_position_delete_files on a v3 table rewrites v2 position "
+                        "deletes into deletion vectors, which the model does not follow")
+    live = {e.file.path for e in live_data_entries(store, snapshot)}
+    groups: dict[tuple, list] = {}
+    for e in live_delete_entries(store, snapshot):
+        if e.file.content == POSITION_DELETES:
+            groups.setdefault(e.file.partition, []).append(e)
+    if not groups:
+        raise NothingToDo("rewrite_position_delete_files: no position delete file to rewrite")
+    removed, added, seqs = [], [], []
+    for part, entries in sorted(groups.items(), key=repr):
+        removed += [e.file for e in entries]
+        valid = sorted({p for e in entries for p in e.file.positions if p[0] in live})
+        if valid:
+            f = DeleteFile(names("p"), POSITION_DELETES, part, positions=tuple(valid))
+            added.append(f)
+            seqs.append((f.path, max(e.data_sequence_number for e in entries)))
+    return Operation(rule.operation, add_deletes=tuple(added), remove_deletes=tuple(removed),
+                     deletes_data_sequence_numbers=tuple(seqs),
+                     validations=_validations(rule, profile, Command(REWRITE_POSITION_DELETES),
+                                              ()))
 
 
 def _metadata_delete(cmd, profile, table, store, snapshot) -> Operation | None:

@@ -21,8 +21,12 @@ UPSERT = "UPSERT"
 # snapshot older than now (all of them) that is not among the last ``retain_last`` ancestors of a
 # branch, nor a ref's snapshot, expires when the procedure commits; see models/expire.py
 EXPIRE = "EXPIRE"
+# Spark's ``CALL system.rewrite_position_delete_files(table, options => map('rewrite-all',
+# 'true'))``: per partition, the live position delete files rewritten into one, keeping only the
+# positions of live data files; see models/commands.py _plan_rewrite_position_deletes
+REWRITE_POSITION_DELETES = "REWRITE_POSITION_DELETES"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
-            UPSERT, EXPIRE)
+            UPSERT, EXPIRE, REWRITE_POSITION_DELETES)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 # How an UPSERT is written (its rule's mode): an equality delete per key plus the row, position
 # deletes for keys written twice in one checkpoint (Flink's BaseEqualityDeltaWriter); see
@@ -48,6 +52,7 @@ COMMAND_KEYS = {
     OVERWRITE_PARTITIONS: {"rows"},
     UPSERT: {"on", "rows", "deletes"},
     EXPIRE: {"retain_last"},
+    REWRITE_POSITION_DELETES: set(),
 }
 
 
@@ -90,6 +95,8 @@ class Command:
                 return f"UPSERT ON {on}: delete {list(self.deletes)}"
             dels = f" then delete {list(self.deletes)}" if self.deletes else ""
             return f"UPSERT ON {on} {list(self.rows)}{dels}"
+        if self.kind == REWRITE_POSITION_DELETES:
+            return "REWRITE POSITION DELETE FILES (rewrite_position_delete_files)"
         if self.kind == EXPIRE:
             return f"EXPIRE SNAPSHOTS (retain_last {dict(self.options).get('retain_last', 1)})"
         if self.kind == COMPACT:

@@ -117,6 +117,11 @@ class Operation:
     # ExpireSnapshots with expireOlderThan(now) and retainLast(N) instead of ids: the snapshots
     # to expire are chosen on the metadata each attempt applies to (models/expire.py)
     retain_last: int | None = field(default=None, metadata={"digest_omit_default": True})
+    # RewriteFiles.addFile(deleteFile, dataSequenceNumber): (path, data sequence number) of the
+    # delete files it adds with one (rewrite_position_delete_files: the largest of the files
+    # its group replaces)
+    deletes_data_sequence_numbers: tuple[tuple[str, int], ...] = field(
+        default=(), metadata={"digest_omit_default": True})
     # UPGRADE_FORMAT: the format version it sets
     format_version: int | None = field(default=None, metadata={"digest_omit_default": True})
     # A command that changed no row on an engine that commits no snapshot for it but still

@@ -411,8 +411,10 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
             raise ValidationFailed("missing_delete_paths",
                                    f"Missing required files to delete: {','.join(missing)}")
     added_deletes = merge_duplicate_dvs(op.add_deletes, snapshot_id)
-    new_deletes = [mw.write(DELETE_MANIFEST, [ManifestEntry(ADDED, snapshot_id, seq, seq, d)
-                                              for d in added_deletes])] if added_deletes else []
+    explicit = dict(op.deletes_data_sequence_numbers)
+    new_deletes = [mw.write(DELETE_MANIFEST, [
+        ManifestEntry(ADDED, snapshot_id, explicit.get(d.path, seq), seq, d)
+        for d in added_deletes])] if added_deletes else []
 
     # 4. The manifest list: new manifests first. FastAppend copies every parent manifest as is;
     #    the merging producers drop carried manifests with no ADDED or EXISTING entry.

@@ -139,3 +139,4 @@ def test_spark_delete_and_flink_cdc_delete_of_one_row_is_the_double_delete():
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0 and "UNEXPECTED" not in r.output, r.output
     assert "KNOWN FINDING (corpus traces/double-delete-v2-mor-serializable.json)" in r.output
+

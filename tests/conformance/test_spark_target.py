@@ -128,3 +128,16 @@ def test_registry_unknown_target():
 
     with pytest.raises(TargetUnavailable, match="not implemented"):
         get_target("nosuchengine")
+
+
+def test_spark_procedures_agree(spark_target):
+    """rewrite_position_delete_files (run whole) and expire_snapshots (deciding at its commit;
+    a job whose data file it deleted fails reading it) on real Spark agree with the model."""
+    from icecheck.scenarios.format import load_scenario
+    c = _scenario(spark_target, "spark-rewrite-position-deletes-after-deletes.yaml")
+    _assert_agrees(c)
+    assert c.real_rows == [[0, "a"], [3, "a"]]
+    c = spark_target.compare_scenario(load_scenario(os.path.join(
+        ROOT, "scenarios", "builtin", "expiry", "spark-expire-retain-last-stale-writer.yaml")))
+    _assert_agrees(c)
+    assert c.ops[-1].java_outcome == "read_failed"
