@@ -23,6 +23,10 @@ MERGE (no ``where``)     ``tx.upsert(rows, join_cols=on)``
 MERGE_INSERT             ``tx.upsert(rows, join_cols=on, when_matched_update_all=False)``
 OVERWRITE                ``tx.overwrite(rows, overwrite_filter=where or true)``
 OVERWRITE_PARTITIONS     ``tx.dynamic_partition_overwrite(rows)``
+OVERWRITE_FILES          each data file holding a matching row is read and written back
+                         (matching rows updated by SET, or dropped), then
+                         ``tx.update_snapshot().overwrite()``: ``delete_data_file`` +
+                         ``append_data_file`` (the file-level API)
 =======================  ===========================================================
 
 A model ``noop`` with no operation (the planner found nothing to do) is run at its begin and
@@ -54,7 +58,7 @@ from icecheck.models import catalog as cat
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
 from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_PARTITIONS, UPDATE, Command)
+                                           OVERWRITE_FILES, OVERWRITE_PARTITIONS, UPDATE, Command)
 from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
 from icecheck.models.system import Action, Model, ModelConfig
@@ -294,9 +298,50 @@ class PyWriter:
                              else AlwaysTrue())
             elif intent.kind == OVERWRITE_PARTITIONS:
                 tx.dynamic_partition_overwrite(self.pt.arrow(list(intent.rows)))
+            elif intent.kind == OVERWRITE_FILES:
+                self._overwrite_files(table, tx, intent)
             else:
                 raise PyIcebergUnsupported(f"command {intent.kind}")
         self.tx = tx
+
+    def _overwrite_files(self, table, tx, intent) -> None:
+        """A script using the file-level API: read each data file holding a row that matches,
+        write its rows back (matching ones updated, or dropped without SET), and swap the files
+        with ``update_snapshot().overwrite()``; nothing matching, nothing staged."""
+        import pyarrow.parquet as pq
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        from icecheck.models.filters import eval_row
+
+        where = intent.where_sql if intent.where is not None else AlwaysTrue()
+        names = self.pt.config.schema.names
+        sets = dict(intent.set)
+        swaps = []
+        for task in table.scan(row_filter=where).plan_files():
+            path = task.file.file_path
+            with table.io.new_input(path).open() as f:
+                rows = pq.read_table(f).to_pylist()
+            new, hit = [], False
+            for r in rows:
+                values = tuple(r[n] for n in names)
+                if intent.where is None or eval_row(intent.where, dict(zip(names, values))):
+                    hit = True
+                    if sets:
+                        new.append(tuple(sets.get(n, v) for n, v in zip(names, values)))
+                else:
+                    new.append(values)
+            if hit:
+                swaps.append((task.file, new))
+        if not swaps:
+            return
+        with tx.update_snapshot().overwrite() as o:
+            for old, new in swaps:
+                o.delete_data_file(old)
+                if new:
+                    for df in _dataframe_to_data_files(tx.table_metadata, self.pt.arrow(new),
+                                                      table.io):
+                        o.append_data_file(df)
 
     def commit(self) -> tuple[str, str | None]:
         from pyiceberg.exceptions import CommitFailedException, ValidationException

@@ -26,7 +26,7 @@ from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
-             "cdc_delete", "expire", "rewrite_deletes")
+             "cdc_delete", "expire", "rewrite_deletes", "overwrite_files")
 
 
 @dataclass(frozen=True)
@@ -297,6 +297,10 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                         alts.append({"sql": "UPDATE", "where": f"id = {k}", "set": {"v": tag}})
                     elif kind == "merge":
                         alts.append({"sql": "MERGE", "on": ["id"], "rows": [[k, tag]]})
+                    elif kind == "overwrite_files":
+                        # a script swapping the key's data file with a file-level API
+                        alts.append({"sql": "OVERWRITE_FILES", "where": f"id = {k}",
+                                     "set": {"v": tag}})
                     elif kind == "merge_insert":
                         # a dedup insert of a fresh key (1000 + k), which every writer may add
                         alts.append({"sql": "MERGE_INSERT", "on": ["id"],

@@ -36,7 +36,8 @@ from typing import Any
 from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
                             MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS,
-                            REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE, Command)
+                            REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE, OVERWRITE_FILES,
+                            Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file,
                       must_match_file, or_)
@@ -133,11 +134,11 @@ def _changes(table: TableConfig, cmd: Command, rows: list[RowVersion]):
     changed: dict[tuple[str, int], tuple | None] = {}
     inserts: list[tuple] = []
     names = table.schema.names
-    if cmd.kind in (DELETE, UPDATE):
+    if cmd.kind in (DELETE, UPDATE, OVERWRITE_FILES):
         sets = dict(cmd.set)
         for r in rows:
             if _matches(table, cmd, r.values):
-                if cmd.kind == DELETE:
+                if cmd.kind == DELETE or not sets:
                     changed[(r.path, r.position)] = None
                 else:
                     changed[(r.path, r.position)] = tuple(sets.get(n, v) for n, v in zip(names, r.values))

@@ -25,8 +25,12 @@ EXPIRE = "EXPIRE"
 # 'true'))``: per partition, the live position delete files rewritten into one, keeping only the
 # positions of live data files; see models/commands.py _plan_rewrite_position_deletes
 REWRITE_POSITION_DELETES = "REWRITE_POSITION_DELETES"
+# A script swapping data files with a file-level API (PyIceberg's UpdateSnapshot.overwrite():
+# delete_data_file + append_data_file): the files holding rows that match ``where`` at its base
+# are replaced by copies whose matching rows are updated by ``set`` (or dropped without one)
+OVERWRITE_FILES = "OVERWRITE_FILES"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
-            UPSERT, EXPIRE, REWRITE_POSITION_DELETES)
+            UPSERT, EXPIRE, REWRITE_POSITION_DELETES, OVERWRITE_FILES)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 # How an UPSERT is written (its rule's mode): an equality delete per key plus the row, position
 # deletes for keys written twice in one checkpoint (Flink's BaseEqualityDeltaWriter); see
@@ -53,6 +57,7 @@ COMMAND_KEYS = {
     UPSERT: {"on", "rows", "deletes"},
     EXPIRE: {"retain_last"},
     REWRITE_POSITION_DELETES: set(),
+    OVERWRITE_FILES: {"where", "set"},
 }
 
 
@@ -95,6 +100,10 @@ class Command:
                 return f"UPSERT ON {on}: delete {list(self.deletes)}"
             dels = f" then delete {list(self.deletes)}" if self.deletes else ""
             return f"UPSERT ON {on} {list(self.rows)}{dels}"
+        if self.kind == OVERWRITE_FILES:
+            sets = ", ".join(f"{k} = {v!r}" for k, v in self.set)
+            what = f"rows updated SET {sets}" if sets else "rows dropped"
+            return f"overwrite files WHERE {self.where_text} ({what}; file-level API)"
         if self.kind == REWRITE_POSITION_DELETES:
             return "REWRITE POSITION DELETE FILES (rewrite_position_delete_files)"
         if self.kind == EXPIRE:

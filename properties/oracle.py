@@ -33,7 +33,8 @@ from typing import Any, Callable
 
 from icecheck.models import operations as ops
 from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_PARTITIONS, UPDATE, UPSERT, Command)
+                                           OVERWRITE_FILES, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
+                                           Command)
 from icecheck.models.files import EQUALITY_DELETES
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
 
@@ -213,12 +214,12 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
             return intent.where is None or eval_row(intent.where, schema.as_dict(r))
 
         removed, added = [], []
-        if kind in (DELETE, UPDATE):
+        if kind in (DELETE, UPDATE, OVERWRITE_FILES):
             sets = dict(intent.set)
             for r in base:
                 if matches(r):
                     removed.append(r)
-                    if kind == UPDATE:
+                    if sets:
                         added.append(tuple(sets.get(n, v) for n, v in zip(schema.names, r)))
             looked = kf.looked(intent.where) if kf.keyed else None
         elif kind in (MERGE, MERGE_INSERT):

@@ -23,7 +23,7 @@ from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig,
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
                                            MERGE_INSERT, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                                           EXPIRE, Command)
+                                           EXPIRE, OVERWRITE_FILES, Command)
 
 from .errors import InputError
 from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
@@ -791,8 +791,8 @@ def parse_command(ctx, table, node, parent) -> Command:
     if kind == UPSERT and not rows and not node.get("deletes"):
         raise ctx.fail("UPSERT needs rows or deletes", node)
     sets = ()
-    if kind == UPDATE:
-        snode = ctx.mapping(node.get("set"), "UPDATE set", node, "set")
+    if kind == UPDATE or (kind == OVERWRITE_FILES and "set" in node):
+        snode = ctx.mapping(node.get("set"), f"{kind} set", node, "set")
         types = table.schema.types()
         for col, value in snode.items():
             if col not in types:
