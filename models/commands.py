@@ -298,9 +298,9 @@ def _plan_equality_upsert(cmd, rule, profile, table, names) -> Operation:
         writers.setdefault(table.partition_of_row(r), []).append((tuple(r[i] for i in key_idx),
                                                                   tuple(r)))
     for k in cmd.deletes:
+        # the partition source columns are equality fields (checked above), so a key names
+        # its partition
         part = table.partition_from_values(dict(zip(cmd.on, k))) if table.spec.fields else ()
-        if not table.spec.fields:
-            part = table.partition_of_row(tuple(None for _ in table.schema.names))
         writers.setdefault(part, []).append((tuple(k), None))
     data, deletes = [], []
     for part, events in sorted(writers.items(), key=repr):
