@@ -292,7 +292,8 @@ def markdown(results, combos, rows, pages, summary) -> str:
              "Legend: ✓ no violation within bounds · ~ expected anomaly (allowed by the isolation "
              "level or catalog; reason in the details) · ! known finding (a real anomaly, "
              "reported, not allowed) · ✗ violation (a must-hold property failed) · ? none found "
-             "but not exhaustive · E error · n/a the profile has no such command.", "",
+             "but not exhaustive · E error · n/a the profile has no such command · — not one of "
+             "this row's combinations (a mix with combinations of its own).", "",
              "| profile | catalog | v | " + " | ".join(combos) + " |",
              "|---|---|---|" + "---|" * len(combos)]
     for (profile, catalog, fv), cells in sorted(rows.items()):
@@ -300,7 +301,7 @@ def markdown(results, combos, rows, pages, summary) -> str:
         for combo in combos:
             r = cells.get(combo)
             if r is None:
-                tds.append("")
+                tds.append("—")
             elif "skipped" in r:
                 tds.append("n/a")
             else:
