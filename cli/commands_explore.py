@@ -244,8 +244,11 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
     def progress(p: dict) -> None:
         rate = p["states"] / p["elapsed"] if p["elapsed"] > 0 else 0.0
         eta = ""
+        if max_states and rate > 0:
+            # an upper bound: the search may finish before it reaches --max-states
+            eta += f"  at most {max(0.0, (max_states - p['states']) / rate):.0f}s to --max-states"
         if time_budget:
-            eta = f"  budget left {max(0.0, time_budget - p['elapsed']):.0f}s"
+            eta += f"  budget left {max(0.0, time_budget - p['elapsed']):.0f}s"
         line = (f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
                 f"frontier {p['frontier']:,}  depth {p['depth']}  {p['elapsed']:.1f}s{eta}")
         live.update(Text(line))
