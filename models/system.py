@@ -379,7 +379,7 @@ class Model:
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.operation
-        if not isinstance(w.intent, Operation):
+        if state.store.deleted and not isinstance(w.intent, Operation):
             # An engine reads the data files it rewrites, or whose rows its position deletes
             # target, while its tasks run: after planning, before the commit. One that expiry
             # deleted meanwhile fails the job (Spark: Iceberg's NotFoundException "File does not
