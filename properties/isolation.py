@@ -175,9 +175,7 @@ def elementary_cycles(succ: dict) -> list[list]:
 
 def _left(eff, key, missing):
     """The rows ``eff`` leaves for ``key`` (a blind UPSERT's too), or ``missing``."""
-    if key in eff.sets:
-        return eff.sets[key]
-    return tuple(eff.blind_sets.get(key, missing)) if key in eff.blind_sets else missing
+    return eff.sets.get(key, eff.blind_sets.get(key, missing))
 
 
 def check(a) -> list:
