@@ -242,8 +242,12 @@ def scenario_docs(draw) -> dict:
         for _ in range(draw(st.integers(1, 3))):
             at = draw(st.integers(1, len(steps)))
             commits_before = sum(1 for s_ in steps[:at] if "commit" in s_)
-            kind = draw(st.sampled_from(("create_branch", "create_tag", "fast_forward")))
-            if kind == "fast_forward":
+            kind = draw(st.sampled_from(("create_branch", "create_tag", "fast_forward",
+                                         "cherry_pick")))
+            if kind == "cherry_pick":
+                # publish a snapshot (often one staged on dev) by cherry-pick
+                ref_op = {"op": kind, "snapshot": draw(st.integers(1, max(1, commits_before)))}
+            elif kind == "fast_forward":
                 name, to = draw(st.sampled_from((("main", "dev"), ("dev", "main"),
                                                  ("main", "t1"))))
                 ref_op = {"op": kind, "name": name, "to": to}

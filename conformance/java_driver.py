@@ -31,7 +31,7 @@ from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, Del
 from ..models.operations import (APPEND, CREATE_BRANCH, CREATE_TAG, DELETE_FILES,
                                  EXPIRE_SNAPSHOTS, FAST_APPEND, FAST_FORWARD, KIND_ALIASES,
                                  OVERWRITE, REF_KINDS, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
-                                 UPGRADE_FORMAT,
+                                 UPGRADE_FORMAT, CHERRY_PICK,
                                  Operation)
 from ..models.table import TableConfig
 from .java_gateway import get_gateway
@@ -59,6 +59,8 @@ FAST_RETRY_PROPERTIES = {
 
 _VALIDATION_EXC = "org.apache.iceberg.exceptions.ValidationException"
 _COMMIT_FAILED_EXC = "org.apache.iceberg.exceptions.CommitFailedException"
+# a ValidationException subclass (CherryPickOperation.validateNonAncestor)
+_CHERRYPICK_EXC = "org.apache.iceberg.exceptions.CherrypickAncestorCommitException"
 _COMMIT_UNKNOWN_EXC = "org.apache.iceberg.exceptions.CommitStateUnknownException"
 _ILLEGAL_ARGUMENT_EXC = "java.lang.IllegalArgumentException"
 _NOT_FOUND_EXC = "org.apache.iceberg.exceptions.NotFoundException"
@@ -629,7 +631,7 @@ class JavaWriter:
         while cur is not None and depth < 10:
             cls = cur.getClass().getName()
             msg = self.table.readable(cur.getMessage() or "")
-            if cls == _VALIDATION_EXC:
+            if cls in (_VALIDATION_EXC, _CHERRYPICK_EXC):
                 return VALIDATION_FAILED, msg
             if cls == _COMMIT_FAILED_EXC:
                 return COMMIT_FAILED, msg
@@ -721,6 +723,12 @@ class JavaWriter:
                     target = current.snapshotId() if current is not None else -1
                 (u.createBranch if kind == CREATE_BRANCH else u.createTag)(name, target)
             return u
+        elif kind == CHERRY_PICK:
+            # SnapshotManager.cherrypick: a CherryPickOperation staged in ManageSnapshots'
+            # transaction (built now, re-applied on the refreshed metadata at the commit)
+            n = op.pick
+            target = t.snapshot_order[n - 1] if 1 <= n <= len(t.snapshot_order) else -1
+            return jtable.manageSnapshots().cherrypick(target)
         elif kind == UPGRADE_FORMAT:
             # PropertiesUpdate: TableMetadata.replaceProperties upgrades the format version
             return jtable.updateProperties().set("format-version", str(op.format_version))
@@ -797,7 +805,7 @@ class JavaWriter:
             REWRITE: {"add_data", "delete_data", "add_deletes", "remove_deletes"},
             DELETE_FILES: {"delete_data", "row_filter"},
             REPLACE_PARTITIONS: {"add_data"},
-            EXPIRE_SNAPSHOTS: set(), UPGRADE_FORMAT: set(),
+            EXPIRE_SNAPSHOTS: set(), UPGRADE_FORMAT: set(), CHERRY_PICK: set(),
             CREATE_BRANCH: set(), CREATE_TAG: set(), FAST_FORWARD: set(),
         }.get(kind)
         if allowed is None:

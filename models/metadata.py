@@ -81,6 +81,10 @@ class Snapshot:
     manifest_list: str
     summary: Pairs = ()
     writer: str = ""
+    # summary source-snapshot-id: the snapshot a cherry-pick re-applied (models/cherrypick.py)
+    source_snapshot_id: int | None = field(default=None, metadata={"digest_omit_default": True})
+    # summary replace-partitions=true: committed by ReplacePartitions
+    replace_partitions: bool = field(default=False, metadata={"digest_omit_default": True})
 
     def summary_dict(self) -> dict:
         return dict(self.summary)

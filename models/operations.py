@@ -23,6 +23,8 @@ EXPIRE_SNAPSHOTS = "expire_snapshots"      # RemoveSnapshots (table.expireSnapsh
 # table.updateProperties().set("format-version", "3") (PropertiesUpdate; Spark: ALTER TABLE ...
 # SET TBLPROPERTIES ('format-version' = '3')): TableMetadata.replaceProperties upgrades the format
 UPGRADE_FORMAT = "upgrade_format_version"
+# table.manageSnapshots().cherrypick(id) (CherryPickOperation): models/cherrypick.py
+CHERRY_PICK = "cherry_pick"
 # operations that change the metadata without a snapshot, re-applied on every attempt's refresh
 METADATA_KINDS = (EXPIRE_SNAPSHOTS, UPGRADE_FORMAT)
 # ManageSnapshots (table.manageSnapshots()): ref updates, models/refs.py
@@ -32,7 +34,7 @@ FAST_FORWARD = "fast_forward"              # .fastForwardBranch(from, to)
 REF_KINDS = (CREATE_BRANCH, CREATE_TAG, FAST_FORWARD)
 
 KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
-         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT) + REF_KINDS
+         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK) + REF_KINDS
 KIND_ALIASES = {"merge_append": APPEND}
 
 JAVA_NAMES = {
@@ -45,6 +47,7 @@ JAVA_NAMES = {
     REPLACE_PARTITIONS: "ReplacePartitions",
     EXPIRE_SNAPSHOTS: "ExpireSnapshots",
     UPGRADE_FORMAT: "UpdateProperties (format-version)",
+    CHERRY_PICK: "ManageSnapshots.cherrypick",
     CREATE_BRANCH: "ManageSnapshots.createBranch",
     CREATE_TAG: "ManageSnapshots.createTag",
     FAST_FORWARD: "ManageSnapshots.fastForwardBranch",
@@ -122,6 +125,10 @@ class Operation:
     # its group replaces)
     deletes_data_sequence_numbers: tuple[tuple[str, int], ...] = field(
         default=(), metadata={"digest_omit_default": True})
+    # CHERRY_PICK: the snapshot it picks, by its position in commit order (as ``expire``); and,
+    # when it re-applies an append, the snapshot it picked (source-snapshot-id)
+    pick: int | None = field(default=None, metadata={"digest_omit_default": True})
+    source_snapshot_id: int | None = field(default=None, metadata={"digest_omit_default": True})
     # UPGRADE_FORMAT: the format version it sets
     format_version: int | None = field(default=None, metadata={"digest_omit_default": True})
     # A command that changed no row on an engine that commits no snapshot for it but still

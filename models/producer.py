@@ -443,7 +443,8 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         ("removed-delete-files", len(removed_deletes)),
     )
     snap = Snapshot(snapshot_id, parent.snapshot_id if parent else None, seq, operation_name(op, table.iceberg_version),
-                    mlist.path, summary, writer_name)
+                    mlist.path, summary, writer_name, source_snapshot_id=op.source_snapshot_id,
+                    replace_partitions=op.kind == ops.REPLACE_PARTITIONS)
     if op.branch is None or op.branch == MAIN_BRANCH:
         current, refs = snapshot_id, base.refs
     elif (base.ref(op.branch) or (BRANCH,))[0] != BRANCH:

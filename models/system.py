@@ -26,7 +26,9 @@ from typing import Any, Callable
 from . import catalog as cat
 from . import expire as exp
 from . import refs as refs_
-from .operations import EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS, UPGRADE_FORMAT
+from . import cherrypick as pick_
+from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
+                         UPGRADE_FORMAT)
 from .metadata import TableMetadata
 from .files import DV, POSITION_DELETES
 from .operations import Operation
@@ -491,6 +493,26 @@ class Model:
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=w.phantom_id,
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
+        operation = w.operation
+        if operation.kind == CHERRY_PICK:
+            try:
+                how, what = pick_.plan_pick(state.store, base, operation.pick)
+            except ValidationFailed as e:
+                return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                                    e.message, e.check)
+            except pick_.NotModelled as e:
+                raise StepError(f"{a}: {e}") from None
+            if how == pick_.FAST_FORWARD:
+                # no new snapshot: main moves to the picked one, which stays its committer's
+                # (the model's snapshot log is its commit order, for ordinals: no entry)
+                meta = replace(base, path=path, version=base.version + 1,
+                               current_snapshot_id=what.snapshot_id)
+                w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
+                            metadata_writes=n)
+                return self._put_writer(state, w, store=state.store.put_all({path: meta}))
+            picked, files = what
+            # the picked append's data files, added again as a merging append on main
+            operation = Operation(APPEND, add_data=files, source_snapshot_id=picked.snapshot_id)
         if w.operation.kind in METADATA_KINDS + REF_KINDS:
             if w.operation.kind == EXPIRE_SNAPSHOTS:
                 meta = exp.expire(base, w.operation.expire, path, w.operation.retain_last)
@@ -511,7 +533,7 @@ class Model:
             if start_id is not None and w.base_path is not None:
                 began = state.metadata_at(w.base_path).snapshot(start_id)
                 start_seq = began.sequence_number if began is not None else None
-            produced = produce_snapshot(state.store, self._table_at(base), base, w.operation,
+            produced = produce_snapshot(state.store, self._table_at(base), base, operation,
                                         snapshot_id=snapshot_id, writer_name=w.name,
                                         metadata_path=path, starting_id=start_id,
                                         starting_sequence=start_seq)
@@ -542,7 +564,8 @@ class Model:
                 store = state.store.delete_all(exp.files_to_delete(state.store, base, new))
                 return self._finish(state, w, COMMITTED, None, applied=True,
                                     catalog=result.catalog, store=store)
-            if w.operation.kind in REF_KINDS + (UPGRADE_FORMAT,):
+            if w.operation.kind in REF_KINDS + (UPGRADE_FORMAT,) or (
+                    w.operation.kind == CHERRY_PICK and w.pending_snapshot_id is None):
                 return self._finish(state, w, COMMITTED, None, applied=True,
                                     catalog=result.catalog)
             snap = new.snapshot(w.pending_snapshot_id)  # a rollback keeps its old number

@@ -246,6 +246,13 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         return eff
     # A raw Operation: derive the effect from its files.
     operation = intent
+    if operation.kind == ops.CHERRY_PICK:
+        # a pick re-applied as a new append adds the picked snapshot's data files again; a
+        # fast-forward adds no snapshot (main moves to the picked one, its committer's effect)
+        from icecheck.models.cherrypick import added_data_files
+        snap = h.snapshot(op.snapshot_id)
+        files = added_data_files(h.store, snap) if snap is not None else ()
+        operation = ops.Operation(ops.APPEND, add_data=files)
     if operation.kind == ops.REWRITE:
         eff.logical_noop = True
         return eff

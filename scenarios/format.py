@@ -57,6 +57,7 @@ OPS_ALLOWED_KEYS = {
     ops.REPLACE_PARTITIONS: {"add"},
     ops.EXPIRE_SNAPSHOTS: {"snapshots"},
     ops.UPGRADE_FORMAT: {"format_version"},
+    ops.CHERRY_PICK: {"snapshot"},
     ops.CREATE_BRANCH: {"name", "snapshot"},
     ops.CREATE_TAG: {"name", "snapshot"},
     ops.FAST_FORWARD: {"name", "to"},
@@ -484,6 +485,14 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                            f"{replaced} replaced records", node, "add")
     if kind == ops.REPLACE_PARTITIONS and not add:
         raise ctx.fail("replace_partitions needs at least one file to add", node, "op")
+    if kind == ops.CHERRY_PICK:
+        n = node.get("snapshot")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ctx.fail(f"cherry_pick needs snapshot: N (the N-th snapshot committed, from 1), "
+                           f"not {n!r}", node, "snapshot" if "snapshot" in node else "op")
+        if "validate" in node:
+            raise ctx.fail("cherry_pick takes no validate", node, "validate")
+        return Operation(kind, pick=n)
     if kind == ops.UPGRADE_FORMAT:
         v = node.get("format_version")
         if isinstance(v, bool) or v not in (2, 3):
