@@ -216,6 +216,19 @@ class _ManifestWriter:
         return m
 
 
+def _committed_min_sequence(m: Manifest, snapshot_id: int) -> int | None:
+    """``ManifestFile.minSequenceNumber`` as MergingSnapshotProducer.apply reads it for the
+    delete-file clean-up (1.10.2 lines 948-957): ManifestWriter tracks the smallest data sequence
+    number of the *live* entries it writes; a manifest with none is written UNASSIGNED and, once
+    committed, inherits its snapshot's sequence number (so a carried manifest holding only
+    DELETED entries counts with the sequence number of the commit that wrote it: found by the
+    random differential, seed 3); one this commit rewrote is still UNASSIGNED and is left out."""
+    if m.added_snapshot_id == snapshot_id:
+        return None
+    live = [e.data_sequence_number for e in m.entries if e.is_live]
+    return min(live) if live else m.sequence_number
+
+
 def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter,
                       opened=None) -> tuple[list[Manifest], set[str]]:
     """ManifestFilterManager: rewrite each manifest that loses a live file; keep the others.
@@ -380,8 +393,9 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     remove_delete_paths = {d.path for d in op.remove_deletes}
     remove_delete_partitions = {d.partition for d in op.remove_deletes}
     dropped_data = delete_paths | removed_data  # filesToBeDeleted(): requested and found
-    min_data_seq = min((e.data_sequence_number for m in data_manifests for e in m.entries
-                        if e.is_live), default=base.last_sequence_number)
+    min_data_seq = min((s for m in data_manifests
+                        if (s := _committed_min_sequence(m, snapshot_id)) is not None),
+                       default=base.last_sequence_number)
 
     def delete_doomed(e: ManifestEntry) -> bool:
         d: DeleteFile = e.file
