@@ -11,7 +11,8 @@ The package maps the repository's top-level folders:
 * ``icecheck.conformance`` (conformance/) drivers that replay scenarios on real Iceberg;
 * ``icecheck.explorer``    (explorer/)    the interactive explorer (web page, notebook Session);
 * ``icecheck.sweep``       (sweep/)       the anomaly-matrix sweep on Spark;
-* ``icecheck.cli``         (cli/)         the ``icecheck`` command.
+* ``icecheck.cli``         (cli/)         the ``icecheck`` command;
+* ``icecheck.charts``      (icecheck/charts.py) the charts of the reports (sweep, benchmarks).
 
 The public Python API (docs/api.md, versioned by docs/versioning.md) is the names in
 ``__all__``. They are imported on first use, so ``import icecheck`` stays cheap and pulls in

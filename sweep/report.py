@@ -1,6 +1,7 @@
-"""The sweep's reports: ``<out>/index.md`` and ``<out>/index.html`` (self-contained: inline CSS
-and inline SVG, no external asset), one trace JSON (corpus format, ``traces.format``) and one
-timeline page per finding under ``<out>/traces/``.
+"""The sweep's reports: ``<out>/index.md`` and ``<out>/index.html`` (inline CSS, no external
+asset: everything it shows is in ``<out>``), their charts (``<out>/charts/*.svg``, drawn by
+``icecheck.charts``), one trace JSON (corpus format, ``traces.format``) and one timeline page
+per finding under ``<out>/traces/``.
 
 The matrix has a row per (profile, catalog, format version) and a column per combination of
 commands; each cell shows its worst outcome — a violation, a known finding, an anomaly the
@@ -12,11 +13,10 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 from collections import Counter, defaultdict
 
-from icecheck.traces.format import write_atomic, write_trace
+from icecheck.traces.format import write_atomic, write_together, write_trace
 
 from .runner import CLEAN, ERROR, EXPECTED, KNOWN, SEVERITY, UNKNOWN, VIOLATION
 
@@ -42,6 +42,9 @@ td.cell a{text-decoration:none;font-weight:600}
 pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px}
 .muted{color:#6e7781}
 .small{font-size:12px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+.charts figure{margin:0;flex:1 1 560px;max-width:760px}
+.charts img{width:100%;height:auto;border:1px solid #d0d7de;border-radius:6px}
 pre.wrap,#timeline-text{white-space:pre-wrap;overflow-wrap:anywhere}
 code.wrap{overflow-wrap:anywhere}
 """
@@ -140,92 +143,78 @@ def trace_page(r: dict, f: dict, doc: dict, text: str, svg: str | None,
         why=why)
 
 
-# -- plots (inline SVG) --------------------------------------------------------------------
-def _bars(values: list[tuple[str, float, str]], title: str, unit: str, log: bool,
-          width: int = 900, height: int = 220) -> str:
-    """A bar chart: one bar per (label, value, color), value axis linear or log10."""
-    n = max(1, len(values))
-    left, bottom, top = 60, 30, 28
-    plot_w, plot_h = width - left - 10, height - bottom - top
-    vmax = max([v for _, v, _ in values] + [1e-9])
-
-    def scale(v):
-        if log:
-            return plot_h * (math.log10(max(v, 1)) / max(math.log10(max(vmax, 10)), 1e-9))
-        return plot_h * v / vmax
-
-    bw = plot_w / n
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="{_e(title)}" class="plot">',
-             f'<text x="{left}" y="16" font-size="13" font-weight="600">{_e(title)}</text>',
-             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#57606a"/>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#57606a"/>']
-    ticks = ([10 ** k for k in range(0, int(math.ceil(math.log10(max(vmax, 10)))) + 1)]
-             if log else [vmax * i / 4 for i in range(5)])
-    for t in ticks:
-        y = top + plot_h - scale(t)
-        lab = f"{t:g}" if log else (f"{t:.2f}" if vmax < 10 else f"{t:.0f}")
-        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{lab}</text>'
-                     f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eaeef2"/>')
-    for i, (label, v, color) in enumerate(values):
-        h = scale(v)
-        x = left + i * bw
-        parts.append(f'<rect x="{x + 0.5:.1f}" y="{top + plot_h - h:.1f}" width="{max(bw - 1, 0.5):.1f}" '
-                     f'height="{h:.1f}" fill="{color}"><title>{_e(label)}: {v:g} {unit}</title></rect>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 8}" font-size="11" text-anchor="middle">'
-                 f'cells (sorted by {unit}; hover a bar for the cell)</text></svg>')
-    return "".join(parts)
+# -- charts (icecheck/charts.py: matplotlib, SVG files under <out>/charts/) -----------------
+#: The outcomes the charts stack, worst first; an outcome no cell has is left out of a chart.
+CHART_ORDER = (VIOLATION, KNOWN, EXPECTED, CLEAN, UNKNOWN, ERROR)
 
 
-def _grouped(groups: dict[str, Counter], statuses: list[str], title: str,
-             width: int = 600, height: int = 240) -> str:
-    left, bottom, top = 50, 40, 28
-    plot_w, plot_h = width - left - 150, height - bottom - top
-    vmax = max([c[s] for c in groups.values() for s in statuses] + [1])
-    gw = plot_w / max(1, len(groups))
-    bw = (gw - 10) / max(1, len(statuses))
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="{_e(title)}" class="plot">',
-             f'<text x="{left}" y="16" font-size="13" font-weight="600">{_e(title)}</text>',
-             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#57606a"/>']
-    for gi, (g, cnt) in enumerate(groups.items()):
-        x0 = left + gi * gw + 5
-        for si, s in enumerate(statuses):
-            v = cnt[s]
-            h = plot_h * v / vmax
-            x = x0 + si * bw
-            parts.append(f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bw - 2:.1f}" '
-                         f'height="{h:.1f}" fill="{COLOR[s]}"><title>{_e(g)}: {v} {_e(LABEL[s])}</title></rect>'
-                         f'<text x="{x + (bw - 2) / 2:.1f}" y="{top + plot_h - h - 3:.1f}" font-size="10" '
-                         f'text-anchor="middle">{v}</text>')
-        parts.append(f'<text x="{x0 + (gw - 10) / 2:.1f}" y="{top + plot_h + 16}" font-size="11" '
-                     f'text-anchor="middle">{_e(g)}</text>')
-    for si, s in enumerate(statuses):
-        y = top + 10 + si * 18
-        parts.append(f'<rect x="{left + plot_w + 15}" y="{y - 9}" width="10" height="10" fill="{COLOR[s]}"/>'
-                     f'<text x="{left + plot_w + 30}" y="{y}" font-size="11">{_e(LABEL[s])}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+def _outcome_series(groups: dict[str, Counter]) -> list[tuple[str, list[float], str]]:
+    """One stacked series per outcome that occurs: (legend label with its total, counts per
+    group, the outcome's colour as on the page)."""
+    out = []
+    for s in CHART_ORDER:
+        values = [float(c[s]) for c in groups.values()]
+        if any(values):
+            out.append((f"{LABEL[s]} ({sum(values):g})", values, COLOR[s]))
+    return out
 
 
-def plots(results: list[dict]) -> dict[str, str]:
-    def label(r):
-        c = r["cell"]
-        return f"{c['profile']} {c['catalog']} v{c['format_version']} {c['combo']}"
-
-    by_states = sorted(results, key=lambda r: r["states"])
-    by_time = sorted(results, key=lambda r: r["seconds"])
-    groups = {iso: Counter() for iso in ISOLATIONS}
+def _by(results: list[dict], key, order=None) -> dict[str, Counter]:
+    """{group: Counter(outcome)} of the cells, groups in ``order`` first, empty ones left out."""
+    groups: dict[str, Counter] = {k: Counter() for k in (order or ())}
     for r in results:
-        groups.setdefault(r["cell"]["isolation"], Counter())[r["status"]] += 1
-    # per-property anomaly counts per isolation level (every finding, not only the worst)
+        groups.setdefault(key(r), Counter())[r["status"]] += 1
+    return {k: c for k, c in groups.items() if c}
+
+
+def charts(results: list[dict], combos: list[str] | None = None) -> dict:
+    """The report's charts: {name: icecheck.charts.Chart}. Cells per outcome by profile, by
+    command combination and by isolation level (each cell counted once, by its worst outcome);
+    findings per property (every finding of every cell, by its outcome); how many states and
+    how much time the cells took (the cell list sorts them, to find one). Profiles are in the
+    matrix's row order, combinations in its column order (``combos``) when given."""
+    from icecheck import charts as C
+
+    n = len(results)
+    profiles = _by(results, lambda r: r["cell"]["profile"].replace("+", " +\n"),
+                   sorted({r["cell"]["profile"].replace("+", " +\n") for r in results}))
+    combos = _by(results, lambda r: r["cell"]["combo"], combos)
+    isolation = _by(results, lambda r: r["cell"]["isolation"], ISOLATIONS)
+    props: dict[str, Counter] = {}
+    for r in results:
+        for f in r["findings"]:
+            props.setdefault(f["property"], Counter())[f["status"]] += 1
+    props = dict(sorted(props.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))) \
+        or {"(no finding)": Counter()}
+
+    def per_cell(field):
+        return [(LABEL[s], [float(r[field]) for r in results if r["status"] == s], COLOR[s])
+                for s in CHART_ORDER if any(r["status"] == s for r in results)]
+
+    def outcomes(groups: dict[str, Counter], by: str, ylabel: str):
+        return C.stacked_bars(list(groups), _outcome_series(groups),
+                              title=f"Cells per outcome, by {by}", xlabel="cells", ylabel=ylabel,
+                              alt=f"Bar chart: the {n} cells, by {by}, stacked by outcome")
+
     return {
-        "states": _bars([(label(r), r["states"], COLOR[r["status"]]) for r in by_states],
-                        "States explored per cell (log scale)", "states", log=True),
-        "time": _bars([(label(r), r["seconds"], COLOR[r["status"]]) for r in by_time],
-                      "Time per cell (s, inside its Spark task)", "seconds", log=False),
-        "isolation": _grouped(groups, [VIOLATION, KNOWN, EXPECTED, CLEAN],
-                              "Cells per isolation level, by outcome"),
+        "outcomes-by-profile": outcomes(profiles, "profile", "profile (or mix)"),
+        "outcomes-by-commands": outcomes(combos, "combination of commands",
+                                         "concurrent commands"),
+        "findings-by-property": C.stacked_bars(
+            list(props), _outcome_series(props),
+            title="Findings per property", xlabel="findings (a cell can have several)",
+            ylabel="property",
+            alt="Bar chart: how many cells violate each property, stacked by outcome "
+                "(violation, known finding, expected anomaly)"),
+        "outcomes-by-isolation": outcomes(isolation, "isolation level", "isolation level"),
+        "states-per-cell": C.stacked_histogram(
+            per_cell("states"), title="States explored per cell",
+            xlabel="distinct states explored (log scale)", ylabel="cells",
+            alt="Histogram: how many states the cells explored, stacked by outcome"),
+        "time-per-cell": C.stacked_histogram(
+            per_cell("seconds"), title="Time per cell",
+            xlabel="seconds inside its task (log scale)", ylabel="cells",
+            alt="Histogram: how long the cells took, stacked by outcome"),
     }
 
 
@@ -271,9 +260,15 @@ def write_reports(results: list[dict], skipped: list[dict], out: str, meta: dict
                "total_states": sum(r["states"] for r in results),
                "cell_seconds": round(sum(r["seconds"] for r in results), 3),
                "traces": len(pages)}
-    write_atomic(os.path.join(out, "index.md"), markdown(results, combos, rows, pages, summary))
-    write_atomic(os.path.join(out, "index.html"), html_page(results, combos, rows, pages, summary))
-    write_atomic(os.path.join(out, "summary.json"), json.dumps(summary, indent=2) + "\n")
+    drawn = charts(results, combos)
+    figures = [{"src": f"charts/{name}.svg", "alt": c.alt} for name, c in drawn.items()]
+    # the pages and the charts they show appear together (one rename after another)
+    write_together({
+        **{os.path.join(out, "charts", name + ".svg"): c.svg for name, c in drawn.items()},
+        os.path.join(out, "index.md"): markdown(results, combos, rows, pages, summary, figures),
+        os.path.join(out, "index.html"): html_page(results, combos, rows, pages, summary,
+                                                   figures),
+        os.path.join(out, "summary.json"): json.dumps(summary, indent=2) + "\n"})
     return summary
 
 
@@ -282,7 +277,7 @@ def _short(r: dict) -> str:
     return f["property"] if f else ""
 
 
-def markdown(results, combos, rows, pages, summary) -> str:
+def markdown(results, combos, rows, pages, summary, figures=()) -> str:
     m = summary["meta"]
     lines = ["# Anomaly matrix (icecheck sweep)", "",
              f"Master `{m.get('master')}`, {summary['cells']} cells "
@@ -309,6 +304,11 @@ def markdown(results, combos, rows, pages, summary) -> str:
                 link = _cell_link(r, pages)
                 tds.append(f"[{text}]({link})" if link else text)
         lines.append(f"| {profile} | {catalog} | {fv} | " + " | ".join(tds) + " |")
+    if figures:
+        lines += ["", "## Charts", ""]
+        for f in figures:
+            lines += [f"![{f['alt']}]({f['src']})", ""]
+        lines.pop()
     lines += ["", "## Findings", "",
               "| cell | profile | catalog | v | commands | property | outcome | reason | trace |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -326,11 +326,11 @@ def markdown(results, combos, rows, pages, summary) -> str:
         for (st, prop), n in sorted(cnt.items()):
             lines.append(f"| {iso} | {LABEL[st]} | {prop} | {n} |")
     lines += ["", "Results as Parquet: `results.parquet`; per-cell JSON: `cells/`; "
-              "the HTML version of this report (with plots): `index.html`.", ""]
+              "the HTML version of this report (filter and sort the cells): `index.html`.", ""]
     return "\n".join(lines)
 
 
-def html_page(results, combos, rows, pages, summary) -> str:
+def html_page(results, combos, rows, pages, summary, figures=()) -> str:
     matrix = []
     for (profile, catalog, fv), cells in sorted(rows.items()):
         tds = []
@@ -368,5 +368,5 @@ def html_page(results, combos, rows, pages, summary) -> str:
     meta = {k: m.get(k) for k in ("master", "parallelism", "wall_seconds", "space")}
     return _templates().get_template("index.html").render(
         m=meta, summary=summary, by_status=by_status, combos=combos, matrix=matrix,
-        details=details, counts=counts, plots=plots(results),
+        details=details, counts=counts, figures=list(figures),
         legend=(CLEAN, EXPECTED, KNOWN, VIOLATION, UNKNOWN, ERROR))

@@ -1,10 +1,12 @@
 """The sweep's HTML report in headless Chromium (Playwright for Python, Debian's chromium):
-it renders the matrix with the expected cells, and every link on it (and on the trace pages
-it links to) resolves. Served by a local http.server on 127.0.0.1. Skipped with the reason
+it renders the matrix with the expected cells and its charts (a screenshot goes to a temporary
+folder or $ICECHECK_SWEEP_SHOTS), and every link on it (and on the trace pages it links to)
+resolves. Served by a local http.server on 127.0.0.1. Skipped with the reason
 when Playwright or Chromium is missing; never runs ``playwright install``."""
 
 import functools
 import http.server
+import os
 import threading
 from urllib.parse import urljoin, urlparse
 
@@ -44,6 +46,14 @@ def server(report):
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    """Where the screenshots go: a temporary folder, or $ICECHECK_SWEEP_SHOTS."""
+    folder = os.environ.get("ICECHECK_SWEEP_SHOTS") or str(tmp_path_factory.mktemp("shots"))
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
 def page():
     with chromium() as b:
         pg = b.new_page()
@@ -64,8 +74,33 @@ def test_matrix_renders_expected_cells(page, server, report):
     assert status[("spark-3.5-cow-serializable", "cas", "DELETE+UPDATE")] == "clean"
     assert status[("spark-3.5-cow-serializable", "last_writer_wins", "DELETE+UPDATE")] == "expected"
     assert page.locator("#matrix td.cell", has_text="n/a").count() == len(na)
-    assert page.locator("svg.plot").count() == 3
     assert page.locator("#matrix").is_visible()
+
+
+def test_charts_are_drawn_in_the_page(page, server, shots):
+    """The charts (SVG files under charts/, drawn by matplotlib) load as images and show in a
+    screenshot: the known finding's orange and the expected anomaly's blue, the page's own
+    colours, are among the pixels of the chart area."""
+    import io
+
+    from PIL import Image
+
+    from icecheck.sweep.report import COLOR, EXPECTED, KNOWN
+
+    page.goto(server + "index.html")
+    imgs = page.locator("#charts img")
+    assert imgs.count() == 6
+    for img in imgs.all():
+        assert img.get_attribute("alt")
+        assert img.evaluate("i => i.complete && i.naturalWidth > 0"), img.get_attribute("src")
+    area = page.locator("#charts")
+    area.scroll_into_view_if_needed()
+    assert area.is_visible()
+    png = area.screenshot(path=os.path.join(shots, "sweep-charts.png"))
+    pixels = {rgb for _, rgb in Image.open(io.BytesIO(png)).convert("RGB").getcolors(1 << 24)}
+    for status in (KNOWN, EXPECTED):
+        h = COLOR[status]
+        assert tuple(int(h[i:i + 2], 16) for i in (1, 3, 5)) in pixels, status
 
 
 def test_every_link_resolves(page, server):
