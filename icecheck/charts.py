@@ -119,7 +119,7 @@ def stacked_bars(categories: list[str], series: list[tuple[str, list[float], str
         ax.set_yticks(ys, categories)
         ax.invert_yaxis()
         ax.set_xlim(0, total * 1.06)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
         ax.grid(axis="y", visible=False)
         ax.set_title(title)
         ax.set_xlabel(xlabel)
@@ -154,7 +154,7 @@ def stacked_histogram(series: list[tuple[str, list[float], str]], *, title: str,
         ax.hist(data, bins=edges, stacked=True, color=[c for _, _, c in series],
                 label=[label for label, _, _ in series], edgecolor="white", linewidth=0.5)
         ax.set_xlim(edges[0], edges[-1])     # a log axis would widen to whole decades
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
