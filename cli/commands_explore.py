@@ -112,6 +112,22 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--max-states", type=click.IntRange(1), default=None,
               help="bfs/dfs/spark-bfs: a memory bound: stop after this many distinct states; "
                    "the run is INCONCLUSIVE (exit 1), not a pass.")
+@click.option("--max-memory", "max_memory", type=click.IntRange(1), default=None, metavar="MB",
+              help="bfs/dfs: stop cleanly (INCONCLUSIVE, exit 1; with --checkpoint, "
+                   "resumable) when the search's processes hold more than MB megabytes "
+                   "resident, rather than being killed by the OOM killer without a word.")
+@click.option("--checkpoint", "checkpoint_dir", metavar="DIR", default=None,
+              help="bfs: write checkpoints to DIR (at level boundaries, every "
+                   "--checkpoint-every states, and when the search stops early or completes); "
+                   "see docs/exhaustive.md, Long runs.")
+@click.option("--resume", is_flag=True,
+              help="bfs, with --checkpoint DIR: continue the search DIR holds a checkpoint of "
+                   "(same configuration and options; exit 2 naming the option that differs). "
+                   "The result is the one an uninterrupted run gives.")
+@click.option("--checkpoint-every", type=click.IntRange(1), default=None, metavar="N",
+              help="With --checkpoint: write one at the first level boundary after every N new "
+                   "states (a count, so the same run writes the same checkpoints).  "
+                   "[default: 100000]")
 @click.option("--no-symmetry", is_flag=True, help="bfs/dfs: no writer-symmetry reduction.")
 @click.option("--no-por", is_flag=True, help="bfs/dfs: no partial-order reduction.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
@@ -127,7 +143,8 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             as_json, strict=False, interactive=False, trace=None, port=0, max_depth=None, retries=None,
             max_files=None, max_states=None, no_symmetry=False, no_por=False,
             workers=None, phantom_failures=False, writer_profile=(), master=None,
-            partitions=None) -> None:
+            partitions=None, max_memory=None, checkpoint_dir=None, resume=False,
+            checkpoint_every=None) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
@@ -171,12 +188,20 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json,
                strict)
         return
+    long_run = _long_run_options(engine, max_memory, checkpoint_dir, resume, checkpoint_every)
     if engine in ("bfs", "dfs", "spark-bfs"):
+        options = {"--profile": profile, "--writer-profile": list(writer_profile),
+                   "--writers": writers, "--ops": ops, "--mix": mix, "--keys": keys,
+                   "--catalog": catalog, "--format-version": format_version,
+                   "--faults": faults, "--crashes": crashes,
+                   "--phantom-failures": phantom_failures, "--retries": retries,
+                   "--max-depth": max_depth, "--max-files": max_files,
+                   "--no-symmetry": no_symmetry, "--no-por": no_por}
         run_exhaustive(cfg, engine=engine, retries=retries, max_depth=max_depth,
                        max_files=max_files, max_states=max_states, symmetry=not no_symmetry,
                        por=not no_por, workers=workers, time_budget=time_budget,
                        properties=properties, save_dir=save_dir, as_json=as_json, strict=strict,
-                       master=master, partitions=partitions)
+                       master=master, partitions=partitions, options=options, **long_run)
         return
     progress, update = progress_bar(max_examples, f"exploring {cfg.name}")
     with progress:
@@ -185,6 +210,26 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                              properties=properties, progress=update)
     finish_run(result, [(f.property, f.trace) for f in result.findings], save_dir, as_json,
                report_result, strict)
+
+
+def _long_run_options(engine, max_memory, checkpoint_dir, resume, checkpoint_every) -> dict:
+    """The long-run options (engines/checkpoint.py), checked against the engine: one line
+    naming the option and exit 2 when an engine cannot honour them."""
+    if checkpoint_dir is not None and engine != "bfs":
+        fail_input(InputError(f"checkpoints are written by --engine bfs, not {engine}",
+                              "--checkpoint"))
+    if resume and checkpoint_dir is None:
+        fail_input(InputError("needs --checkpoint DIR (the folder holding the checkpoint)",
+                              "--resume"))
+    if checkpoint_every is not None and checkpoint_dir is None:
+        fail_input(InputError("needs --checkpoint DIR", "--checkpoint-every"))
+    if max_memory is not None and engine not in ("bfs", "dfs"):
+        fail_input(InputError(f"is a bound of --engine bfs and dfs, not {engine}"
+                              + (" (Spark bounds its executors' memory itself: "
+                                 "spark.executor.memory)" if engine == "spark-bfs" else ""),
+                              "--max-memory"))
+    return {"max_memory": max_memory, "checkpoint_dir": checkpoint_dir, "resume": resume,
+            "checkpoint_every": checkpoint_every}
 
 
 def report_result(result, saved: dict[str, str]) -> None:
@@ -225,7 +270,8 @@ def report_result(result, saved: dict[str, str]) -> None:
 # -- bfs / dfs ------------------------------------------------------------------------------------
 def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, symmetry, por,
                    workers, time_budget, properties, save_dir, as_json, strict=False,
-                   master=None, partitions=None) -> None:
+                   master=None, partitions=None, options=None, max_memory=None,
+                   checkpoint_dir=None, resume=False, checkpoint_every=None) -> None:
     """``icecheck explore --engine bfs|dfs|spark-bfs``: exhaust the configuration within the
     bounds."""
     from rich.live import Live
@@ -237,7 +283,8 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
     workers = workers or (os.cpu_count() or 1)
     if engine == "dfs":
         workers = 1
-    bounds = Bounds(max_depth=max_depth, max_files=max_files, max_states=max_states)
+    bounds = Bounds(max_depth=max_depth, max_files=max_files, max_states=max_states,
+                    max_memory_mb=max_memory)
     live = Live(Text(""), console=err, transient=True, refresh_per_second=8)
     plain = PlainProgress()
 
@@ -260,6 +307,13 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         except ImportError:
             fail_input(InputError("needs pyspark and Java (pip install -e '.[conformance]')",
                                   "--engine spark-bfs"))
+    from icecheck.engines.checkpoint import DEFAULT_EVERY, Checkpointer, CheckpointError
+    checkpoint = None
+    if checkpoint_dir is not None:
+        checkpoint = Checkpointer(checkpoint_dir, resume=resume,
+                                  every=checkpoint_every or DEFAULT_EVERY, options=options,
+                                  notify=lambda line: err.print(line, markup=False,
+                                                                highlight=False))
     try:
         with live:
             if engine == "spark-bfs":
@@ -271,7 +325,10 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
             else:
                 result = search(cfg, engine=engine, symmetry=symmetry, por=por,
                                 workers=workers, bounds=bounds, time_budget=time_budget,
-                                progress=progress, stop_on=frozenset(properties) or None)
+                                progress=progress, stop_on=frozenset(properties) or None,
+                                checkpoint=checkpoint)
+    except CheckpointError as e:
+        fail_input(InputError(str(e), e.option))
     except ValueError as e:
         fail_input(InputError(str(e), "--engine"))
     found = list(result.violations.values()) + list(result.allowed.values())
@@ -280,6 +337,12 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         cut = (f"--max-states {max_states:,} stopped the search before it exhausted the "
                f"configuration ({result.states:,} states explored, {result.cut:,} more "
                "found); a pass would cover only those states, so raise --max-states")
+    elif result.stopped == "memory bound":
+        cut = (f"--max-memory {max_memory:,} MB stopped the search before it exhausted the "
+               f"configuration ({result.states:,} states explored); a pass would cover only "
+               "those states: raise --max-memory"
+               + (", and continue the checkpoint with --resume" if checkpoint else
+                  ", or rerun with --checkpoint DIR to be able to continue it"))
     finish_run(result, [(v.property, v.trace) for v in found if v.trace is not None], save_dir,
                as_json, report_exhaustive, strict, cut=cut)
 

@@ -46,6 +46,7 @@ class Bounds:
     max_depth: int | None = None
     max_files: int | None = None     # data + delete files in the store (written, committed or not)
     max_states: int | None = None
+    max_memory_mb: int | None = None  # resident MB of the search's processes (checkpoint.py)
 
 
 def with_retries(cfg: ExploreConfig, retries: int | None) -> ExploreConfig:
@@ -139,7 +140,8 @@ class Result:
             "engine": self.engine, "symmetry": self.symmetry, "por": self.por,
             "workers": self.workers,
             "bounds": {"max_depth": self.bounds.max_depth, "max_files": self.bounds.max_files,
-                       "max_states": self.bounds.max_states},
+                       "max_states": self.bounds.max_states,
+                       "max_memory_mb": self.bounds.max_memory_mb},
             "symmetry_classes": [[f"w{i}" for i in c] for c in self.symmetry_classes],
             "notes": list(self.notes),
             "states": self.states, "transitions": self.transitions,
@@ -270,6 +272,14 @@ class Expander:
         self.states = {fp: nxt[fp] for fp in keep}
         self.next = {}
 
+    def rebuild(self, items: list[tuple[bytes, list[str]]]) -> list[bytes]:
+        """Resuming a checkpoint (``engines/checkpoint.py``): rebuild the states of
+        ``items`` (fingerprint, action path) as the next level; the fingerprints that did not
+        come out the same (an empty list when the checkpoint fits this model)."""
+        from icecheck.engines.checkpoint import rebuild_states
+        self.next, bad = rebuild_states(self.model, self.fingerprints, items)
+        return bad
+
     def judge(self, s: State) -> tuple:
         """(unexpected props, known props, allowed props, reached events), memoised by what
         the properties read (``_judge_key``, by content): many states differ only in what an
@@ -392,6 +402,8 @@ def _worker_main(conn, cfg, symmetry, por, bounds, evaluate):
         elif op == "advance":
             ex.advance(msg[1])
             conn.send(None)
+        elif op == "rebuild":
+            conn.send(ex.rebuild(msg[1]))
         elif op == "initial":
             conn.send(ex.initial())
         elif op == "stop":
@@ -440,20 +452,33 @@ Progress = Callable[[dict], None]
 def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por: bool = True,
            workers: int = 1, bounds: Bounds = Bounds(), time_budget: float | None = None,
            progress: Progress | None = None, traces: bool = True,
-           stop_on: frozenset[str] | None = None, evaluate: bool = True) -> Result:
+           stop_on: frozenset[str] | None = None, evaluate: bool = True,
+           checkpoint=None) -> Result:
     """Explore every reachable state of ``cfg`` within ``bounds``.
 
     ``stop_on``: stop (BFS: at the end of the level) once every property in it was found
     (violated or allowed). ``traces``: build a corpus-format trace per violated property.
     A KeyboardInterrupt stops the search and returns the partial result (``stopped``).
+    ``checkpoint``: an ``engines.checkpoint.Checkpointer`` (BFS only): write checkpoints, and
+    first resume the one it holds when it was made with ``resume``; raises ``CheckpointError``
+    for a checkpoint that is corrupt or of another search. ``bounds.max_memory_mb`` stops the
+    search (``stopped == "memory bound"``) when its processes hold more resident memory.
     """
     if symmetry:
         check_bounds(cfg)
-    start = time.monotonic()
-    deadline = start + time_budget if time_budget is not None else None
+    elapsed = 0.0
+    if checkpoint is not None:
+        if engine != BFS:
+            raise ValueError(f"checkpoints are written by the bfs engine, not {engine!r}")
+        from icecheck.engines.checkpoint import identity
+        restored = checkpoint.prepare(identity(cfg, symmetry, por, bounds, evaluate))
+        elapsed = restored.elapsed if restored is not None else 0.0
+    now = time.monotonic()
+    start = now - elapsed          # a resumed search's times count from its first start
+    deadline = now + time_budget if time_budget is not None else None
     if engine == BFS:
         res = _bfs(cfg, symmetry, por, max(1, workers), bounds, start, deadline, progress,
-                   stop_on, evaluate)
+                   stop_on, evaluate, checkpoint)
     elif engine == DFS:
         res = _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluate)
     else:
@@ -488,7 +513,8 @@ class _Recorder:
                                            time.monotonic() - self.start, path())
 
 
-def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on, evaluate):
+def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on, evaluate,
+         ck=None):
     res = Result(cfg, BFS, symmetry, por, workers, bounds)
     args = (cfg, symmetry, por, bounds, evaluate)
     if workers == 1:
@@ -524,20 +550,32 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             out.append(label)
             fp = parent
 
+    guard = None
+    if bounds.max_memory_mb is not None:
+        from icecheck.engines.checkpoint import MemoryGuard
+        guard = MemoryGuard(bounds.max_memory_mb, lambda: [os.getpid()] + (
+            [r.proc.pid for r in pool] if pool is not None else []))
+    expanded = 0
     try:
-        if pool is None:
-            fp0, _ = local.call("initial")
+        if ck is not None and ck.restored is not None:
+            frontier, depth = _resume(ck.restored, res, parents, workers, broadcast, path_to)
+            res.notes.append(ck.resumed_note())
         else:
-            fp0, _ = broadcast("initial", [()] * workers)[0]
-        parents[fp0] = (None, None)
-        res.states = 1
-        # frontier: [(fp, owner, pruned)], sorted by fp
-        frontier = [(fp0, 0, frozenset())]
-        broadcast("advance", [([fp0] if k == 0 else [],) for k in range(workers)])
-        depth = 0
+            if pool is None:
+                fp0, _ = local.call("initial")
+            else:
+                fp0, _ = broadcast("initial", [()] * workers)[0]
+            parents[fp0] = (None, None)
+            res.states = 1
+            # frontier: [(fp, owner, pruned)], sorted by fp
+            frontier = [(fp0, 0, frozenset())]
+            broadcast("advance", [([fp0] if k == 0 else [],) for k in range(workers)])
+            depth = 0
         batch = 128
         while frontier:
             res.max_depth = depth
+            if ck is not None:     # a level boundary: the only point a checkpoint describes
+                ck.level_start(res, depth, frontier, parents, time.monotonic() - start)
             by_owner: list[list] = [[] for _ in range(workers)]
             for fp, owner, pruned in frontier:
                 by_owner[owner].append((fp, pruned))
@@ -562,6 +600,12 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
                     res.cut += o["cut"]
                     res.final_states += o["finals"]
                     res.outcomes |= o["outcomes"]
+                if guard is not None:
+                    expanded += sum(len(r[0]) for r in reqs)
+                    if guard.check(expanded) is not None:
+                        res.stopped = "memory bound"
+                        res.notes.append(guard.note(expanded))
+                        raise _Stop()
                 if progress:
                     progress({"states": res.states, "depth": depth,
                               "frontier": len(frontier), "transitions": res.transitions,
@@ -603,6 +647,8 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             if frontier:
                 depth += 1
         res.complete = True
+        if ck is not None:
+            ck.level_start(res, depth, [], parents, time.monotonic() - start, complete=True)
     except _Stop:
         pass
     except KeyboardInterrupt:
@@ -611,8 +657,32 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
         if pool is not None:
             for r in pool:
                 r.stop()
+    if ck is not None and not res.complete:
+        ck.write(parents, res)    # the start of the level it stopped in
     res._path_to = path_to  # for traces of the partial result
     return res
+
+
+def _resume(restored, res, parents, workers, broadcast, path_to):
+    """Continue from a checkpoint (``engines/checkpoint.py``): its parent pointers and
+    counters, and its frontier's states rebuilt by replaying their paths in the workers (the
+    owner of a state does not change what is explored, so any worker count resumes any
+    checkpoint). Returns (frontier, depth)."""
+    from icecheck.engines.checkpoint import CheckpointError
+    parents.update(restored.parents)
+    restored.apply(res, Violation)
+    frontier = [(fp, i % workers, pruned) for i, (fp, pruned) in enumerate(restored.frontier)]
+    per = [[] for _ in range(workers)]
+    for fp, k, _ in frontier:
+        per[k].append((fp, path_to(fp)))
+    bad = [fp for got in broadcast("rebuild", [(p,) for p in per]) for fp in got]
+    if bad:
+        raise CheckpointError(
+            f"the checkpoint does not fit this model: replaying the path to {len(bad):,} "
+            f"frontier state(s) (e.g. {' '.join(path_to(bad[0]))}) reached another state",
+            "--resume")
+    broadcast("advance", [([fp for fp, _ in p],) for p in per])
+    return frontier, restored.depth
 
 
 class _Stop(Exception):
@@ -651,6 +721,10 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
         todo = [a for a in actions if not (pruned and str(a) in pruned)]
         stack.append([s, fp, depth, todo, 0])
 
+    guard = None
+    if bounds.max_memory_mb is not None:
+        from icecheck.engines.checkpoint import MemoryGuard
+        guard = MemoryGuard(bounds.max_memory_mb)
     last = time.monotonic()
     try:
         visit(s0, fp0, 0, frozenset())
@@ -704,6 +778,10 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
                     break
             if bounds.max_states is not None and res.states >= bounds.max_states:
                 res.stopped = "max states"
+                break
+            if guard is not None and guard.check(res.states) is not None:
+                res.stopped = "memory bound"
+                res.notes.append(guard.note(res.states))
                 break
             if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
                 res.stopped = "found"

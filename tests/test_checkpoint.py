@@ -1,0 +1,255 @@
+"""Checkpoint and resume of the exhaustive BFS, and the memory bound (engines/checkpoint.py).
+
+A search stopped part-way (by --max-states, Ctrl-C, the memory bound) and resumed from its
+checkpoint must give exactly what an uninterrupted search gives: states, transitions, counts,
+coverage, verdicts, shortest counterexamples and their traces. A checkpoint of another search,
+of another model, or a damaged one is refused with one line naming the option. Every run here
+is bounded by state counts (the configuration has 587 states); nothing is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from icecheck.engines import checkpoint as ckmod
+from icecheck.engines.checkpoint import Checkpointer, CheckpointError, rebuild_states
+from icecheck.engines.config import mix_config
+from icecheck.engines.explicit import Bounds, Expander, search, with_retries
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CFG = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+CLI_CFG = ["--engine", "bfs", "--profile", "spark-3.5-mor-snapshot", "--writers", "3",
+           "--mix", "delete,update", "--retries", "1", "--workers", "1"]
+
+
+def signature(r) -> tuple:
+    """Everything a search result says that must not depend on an interruption."""
+    def found(vs):
+        return {p: (v.depth, v.unexpected, v.known, v.states_before, list(v.actions),
+                    v.trace["actions"] if v.trace else None) for p, v in vs.items()}
+    return (r.states, r.transitions, r.enabled_transitions, r.max_depth, r.cut,
+            r.final_states, r.complete, dict(r.coverage), dict(r.reached),
+            dict(r.violation_counts), dict(r.allowed_counts), r.outcomes,
+            found(r.violations), found(r.allowed))
+
+
+@pytest.fixture(scope="module")
+def full():
+    r = search(CFG, engine="bfs", workers=1)
+    assert r.complete and r.states == 587 and r.violations     # something to trace
+    return r
+
+
+def test_resume_after_max_states_gives_the_uninterrupted_result(full, tmp_path):
+    lines = []
+    part = search(CFG, engine="bfs", workers=1, bounds=Bounds(max_states=300),
+                  checkpoint=Checkpointer(str(tmp_path), every=100, notify=lines.append))
+    assert part.stopped == "max states" and part.states < full.states
+    assert len(lines) >= 2                            # periodic checkpoints, then the stop's
+    assert any("checkpoint written to" in n for n in part.notes)
+    # resumed with another worker count: the owner of a state changes nothing
+    res = search(CFG, engine="bfs", workers=2,
+                 checkpoint=Checkpointer(str(tmp_path), resume=True, every=100))
+    assert signature(res) == signature(full)
+    assert any(n.startswith("resumed from the checkpoint") for n in res.notes)
+    # a completed search's checkpoint resumes into the same result at once
+    again = search(CFG, engine="bfs", workers=1,
+                   checkpoint=Checkpointer(str(tmp_path), resume=True))
+    assert signature(again) == signature(full)
+
+
+def test_interrupted_mid_search_and_a_periodic_checkpoint_resume(full, tmp_path):
+    """Ctrl-C after a level's expansion (before its successors are committed) writes the
+    checkpoint of that level's start; a copy of an earlier periodic checkpoint, taken while
+    the search ran, resumes to the same result too."""
+    run, copy = tmp_path / "run", tmp_path / "copy"
+    written, calls = [], []
+
+    def progress(p):
+        calls.append(p["states"])
+        if len(written) == 2 and not copy.exists():
+            shutil.copytree(run, copy)
+        if len(calls) == 9:
+            raise KeyboardInterrupt
+
+    part = search(CFG, engine="bfs", workers=1, progress=progress,
+                  checkpoint=Checkpointer(str(run), every=50, notify=written.append))
+    assert part.stopped == "interrupted" and copy.exists() and len(written) >= 3
+    for folder in (run, copy):
+        res = search(CFG, engine="bfs", workers=1,
+                     checkpoint=Checkpointer(str(folder), resume=True, every=50))
+        assert signature(res) == signature(full), folder
+
+
+def test_memory_bound_stops_cleanly_and_resumes(full, tmp_path, monkeypatch):
+    monkeypatch.setattr(ckmod, "MEMORY_CHECK_EVERY", 64)
+    part = search(CFG, engine="bfs", workers=1, bounds=Bounds(max_memory_mb=1),
+                  checkpoint=Checkpointer(str(tmp_path)))
+    assert part.stopped == "memory bound" and not part.complete
+    assert any(n.startswith("memory bound: the search's processes held") for n in part.notes)
+    assert os.path.exists(tmp_path / "checkpoint.json")
+    res = search(CFG, engine="bfs", workers=1,
+                 checkpoint=Checkpointer(str(tmp_path), resume=True))
+    assert signature(res) == signature(full)
+    # DFS honours the bound too; a generous bound changes nothing
+    d = search(CFG, engine="dfs", bounds=Bounds(max_memory_mb=1), traces=False)
+    assert d.stopped == "memory bound"
+    big = search(CFG, engine="bfs", workers=1, bounds=Bounds(max_memory_mb=10**6))
+    assert signature(big) == signature(full)
+
+
+def _stopped_checkpoint(folder) -> str:
+    search(CFG, engine="bfs", workers=1, bounds=Bounds(max_states=300), traces=False,
+           checkpoint=Checkpointer(str(folder), every=100))
+    return str(folder)
+
+
+def test_another_search_is_refused_naming_what_differs(tmp_path):
+    d = _stopped_checkpoint(tmp_path)
+    other = with_retries(mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), 1), 1)
+    with pytest.raises(CheckpointError) as e:
+        search(other, engine="bfs", workers=1, checkpoint=Checkpointer(d, resume=True))
+    assert e.value.option == "--writers/--ops/--mix/--keys" and "writers differs" in str(e.value)
+    with pytest.raises(CheckpointError) as e:
+        search(CFG, engine="bfs", workers=1, por=False, checkpoint=Checkpointer(d, resume=True))
+    assert e.value.option == "--no-por"
+    with pytest.raises(CheckpointError) as e:
+        search(CFG, engine="bfs", bounds=Bounds(max_depth=5),
+               checkpoint=Checkpointer(d, resume=True))
+    assert e.value.option == "--max-depth"
+    # a fresh run never overwrites a checkpoint; --resume needs one; checkpoints are BFS's
+    with pytest.raises(CheckpointError, match="already holds a checkpoint"):
+        search(CFG, engine="bfs", checkpoint=Checkpointer(d))
+    with pytest.raises(CheckpointError, match="no checkpoint") as e:
+        search(CFG, engine="bfs", checkpoint=Checkpointer(str(tmp_path / "none"), resume=True))
+    assert e.value.option == "--resume"
+    with pytest.raises(ValueError, match="bfs"):
+        search(CFG, engine="dfs", checkpoint=Checkpointer(str(tmp_path / "dfs")))
+
+
+def _edit_header(d, change):
+    path = os.path.join(d, "checkpoint.json")
+    with open(path) as f:
+        head = json.load(f)
+    change(head)
+    head["digest"] = ckmod._header_digest(head)
+    with open(path, "w") as f:
+        json.dump(head, f)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "header", "edited", "frontier",
+                                    "model"])
+def test_a_damaged_checkpoint_is_one_clear_error(tmp_path, damage):
+    d = _stopped_checkpoint(tmp_path)
+    visited = os.path.join(d, "visited.bin")
+    if damage == "truncated":
+        with open(visited, "r+b") as f:
+            f.truncate(os.path.getsize(visited) - 10)
+    elif damage == "flipped":
+        with open(visited, "r+b") as f:
+            f.seek(40)
+            b = f.read(1)
+            f.seek(40)
+            f.write(bytes([b[0] ^ 1]))
+    elif damage == "header":
+        with open(os.path.join(d, "checkpoint.json"), "w") as f:
+            f.write('{"format": "icecheck-checkpoint/1", "seq": ')
+    elif damage == "edited":         # a hand edit without the digest
+        path = os.path.join(d, "checkpoint.json")
+        with open(path) as f:
+            head = json.load(f)
+        head["result"]["states"] += 1
+        with open(path, "w") as f:
+            json.dump(head, f)
+    elif damage == "frontier":
+        (name,) = [n for n in os.listdir(d) if n.startswith("frontier.")]
+        with open(os.path.join(d, name), "ab") as f:
+            f.write(b"\0")
+    elif damage == "model":
+        _edit_header(d, lambda h: h.update(code="0" * 32))
+    with pytest.raises(CheckpointError) as e:
+        search(CFG, engine="bfs", workers=1, checkpoint=Checkpointer(d, resume=True))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert ("another version of the model" in msg) if damage == "model" else \
+        ("corrupt checkpoint" in msg)
+    if damage == "truncated":
+        assert "truncated" in msg
+
+
+def test_records_after_the_last_header_are_ignored(full, tmp_path):
+    """A run killed while appending leaves records no header counts: they are cut off."""
+    d = _stopped_checkpoint(tmp_path)
+    with open(os.path.join(d, "visited.bin"), "ab") as f:
+        f.write(b"\x07" * 100)
+    res = search(CFG, engine="bfs", workers=1, checkpoint=Checkpointer(d, resume=True))
+    assert signature(res) == signature(full)
+
+
+def test_replay_detects_a_path_that_does_not_fit():
+    ex = Expander(CFG, True, True, Bounds())
+    s0 = ex.model.initial()
+    fp0 = ex.fingerprints(s0)[0]
+    got, bad = rebuild_states(ex.model, ex.fingerprints,
+                              [(fp0, []), (b"x" * 16, ["w1.begin"]), (b"y" * 16, ["w9.cas"])])
+    assert list(got) == [fp0] and sorted(bad) == [b"x" * 16, b"y" * 16]
+
+
+# -- the command line ---------------------------------------------------------------------------
+def icecheck(*args):
+    return subprocess.run([sys.executable, "-m", "icecheck", *args], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+def _summary(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if line.startswith("states "))
+
+
+def test_cli_checkpoint_resume_and_errors(tmp_path):
+    d = str(tmp_path / "ck")
+    whole = icecheck("explore", *CLI_CFG)
+    assert whole.returncode == 0, whole.stderr
+    part = icecheck("explore", *CLI_CFG, "--max-states", "300", "--checkpoint", d,
+                    "--checkpoint-every", "100")
+    assert part.returncode == 1 and "INCONCLUSIVE" in part.stderr
+    assert "checkpoint 1:" in part.stderr and "--resume" in part.stderr
+    again = icecheck("explore", *CLI_CFG, "--checkpoint", d)
+    assert again.returncode == 2 and "already holds a checkpoint" in again.stderr
+    other = icecheck("explore", *[a if a != "3" else "2" for a in CLI_CFG], "--checkpoint", d,
+                     "--resume")
+    assert other.returncode == 2
+    assert other.stderr.strip().splitlines() == [
+        f"error: --writers: the checkpoint in {d} is of another search: it was written with "
+        "--writers 3, this run has --writers 2 (resume with the checkpoint's options, or start "
+        "over in another folder)"]
+    res = icecheck("explore", *CLI_CFG, "--checkpoint", d, "--resume")
+    assert res.returncode == 0, res.stderr
+    assert _summary(res.stdout).split("seconds")[0] == _summary(whole.stdout).split("seconds")[0]
+    assert "resumed from the checkpoint" in res.stderr
+    with open(os.path.join(d, "visited.bin"), "r+b") as f:
+        f.truncate(100)
+    bad = icecheck("explore", *CLI_CFG, "--checkpoint", d, "--resume")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "corrupt checkpoint" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_cli_long_run_options_need_their_engine(tmp_path):
+    d = str(tmp_path / "ck")
+    for args, option in ((["--engine", "dfs", "--checkpoint", d], "--checkpoint"),
+                         (["--engine", "bfs", "--resume"], "--resume"),
+                         (["--engine", "bfs", "--checkpoint-every", "10"], "--checkpoint-every"),
+                         (["--engine", "spark-bfs", "--max-memory", "100"], "--max-memory"),
+                         (["--engine", "bfs", "--max-memory", "0"], "--max-memory")):
+        proc = icecheck("explore", "--profile", "spark-3.5-mor-snapshot", *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and option in proc.stderr, args
+    mem = icecheck("explore", *CLI_CFG, "--max-memory", "1", "--json")
+    assert mem.returncode == 1 and "INCONCLUSIVE: --max-memory 1 MB" in mem.stderr
+    doc = json.loads(mem.stdout)
+    assert doc["stopped"] == "memory bound" and doc["bounds"]["max_memory_mb"] == 1
