@@ -1103,6 +1103,37 @@ def might_match_manifest(expr: Expr, spec: PartitionSpec, partitions: Iterable[t
     return _manifest_eval(project_inclusive(expr, spec), stats)
 
 
+def manifest_can_contain_any(partitions: Iterable[tuple], wanted: Iterable[tuple]) -> bool:
+    """Java's ``ManifestFileUtil.canContainAny(manifest, partitions, ...)`` (Iceberg 1.10.2):
+    might a manifest whose entries were written with ``partitions`` hold one of the ``wanted``
+    partition tuples, judged by its partition summary alone (per field: ``contains_null`` and
+    the lower/upper bounds, so a value between two present values "can" be there).
+    ``ManifestFilterManager`` opens a manifest this way for dropped partitions
+    (ReplacePartitions) and for the partitions of delete files removed by reference."""
+    parts = [tuple(p or ()) for p in partitions]
+    width = len(parts[0]) if parts else 0
+    stats = []
+    for i in range(width):
+        values = [p[i] for p in parts]
+        present = [v for v in values if v is not None]
+        stats.append((any(v is None for v in values), min(present) if present else None,
+                      max(present) if present else None))
+
+    def field_can_contain(stat, value) -> bool:
+        has_null, lower, upper = stat
+        if value is None:
+            return has_null
+        if lower is None:               # no non-null value in the manifest
+            return False
+        return _java_cmp(value, lower) >= 0 and _java_cmp(value, upper) <= 0
+
+    for w in wanted:
+        w = tuple(w or ())
+        if len(w) == width and all(field_can_contain(st, v) for st, v in zip(stats, w)):
+            return True
+    return False
+
+
 def _manifest_eval(expr: Expr, stats: Mapping[str, tuple]) -> bool:
     if isinstance(expr, TrueExpr):
         return True

@@ -17,7 +17,8 @@ from typing import Mapping
 
 from . import operations as ops
 from .files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
-from .filters import FalseExpr, might_match_file, might_match_manifest, must_match_file
+from .filters import (FalseExpr, manifest_can_contain_any, might_match_file,
+                      might_match_manifest, must_match_file)
 from .metadata import (ADDED, APPEND, BRANCH, DATA_MANIFEST, MAIN_BRANCH, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
                        TableMetadata)
@@ -348,6 +349,13 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     # ReplacePartitions on an unpartitioned table deletes by the row filter alwaysTrue().
     unpartitioned_replace = op.kind == ops.REPLACE_PARTITIONS and table.spec.is_unpartitioned
 
+    def partitions_open(m: Manifest, partitions) -> bool:
+        """ManifestFileUtil.canContainAny on the manifest's partition summary (dropped
+        partitions: canContainDroppedPartitions; removed delete files' partitions:
+        canContainDroppedFiles)."""
+        return bool(partitions) and manifest_can_contain_any(
+            (e.file.partition for e in m.entries), partitions)
+
     def data_doomed(e: ManifestEntry) -> bool:
         f = e.file
         return (f.path in delete_paths or f.partition in drop_partitions
@@ -364,7 +372,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         only the manifests whose partition summary might match it; once opened, every entry
         is checked against it."""
         return (op.row_filter is None or expression_opens(m) or bool(delete_paths)
-                or bool(drop_partitions) or unpartitioned_replace)
+                or partitions_open(m, drop_partitions) or unpartitioned_replace)
 
     data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw,
                                                      opened=data_manifest_opened)
@@ -409,10 +417,10 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     def delete_manifest_opened(m: Manifest) -> bool:
         """ManifestFilterManager.canContainDeletedFiles (Iceberg 1.10)."""
-        if drop_partitions or unpartitioned_replace or expression_opens(m):
+        if partitions_open(m, drop_partitions) or unpartitioned_replace or expression_opens(m):
             return True
         if remove_delete_paths:
-            return any(e.file.partition in remove_delete_partitions for e in m.entries)
+            return partitions_open(m, remove_delete_partitions)
         return bool(dropped_data)
 
     delete_manifests, removed_deletes = _filter_manifests(
