@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 
+from icecheck.models.operations import TRANSACTION_KINDS
 from icecheck.models.table import Schema, TableConfig
 from icecheck.models.transforms import parse_partition_spec
 from icecheck.scenarios.errors import InputError
@@ -273,6 +274,23 @@ def scenario_docs(draw) -> dict:
     if fv == 2 and draw(st.integers(0, 3)) == 0:
         steps.insert(draw(st.integers(1, len(steps))),
                      {"commit": {"op": "upgrade_format_version", "format_version": 3}})
+
+    # a writer's operation staged in a transaction with a second one (newTransaction ...
+    # commitTransaction, models/transaction.py), drawn last: both re-applied on the refreshed
+    # head, the second validating over the first's snapshot
+    if draw(st.integers(0, 2)) == 0:
+        def stageable(op: dict) -> bool:
+            return op["op"] in TRANSACTION_KINDS and "row_filter" not in op \
+                and "branch" not in op
+        begins = [s_ for s_ in steps if "begin" in s_ and stageable(s_)]
+        if begins:
+            step = draw(st.sampled_from(begins))
+            second = operation()
+            if stageable(second):
+                first = {k: v for k, v in step.items() if k != "begin"}
+                for k in first:
+                    del step[k]
+                step.update({"op": "transaction", "operations": [first, second]})
 
     doc: dict[str, Any] = {"version": 1, "id": "random", "table": {
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}

@@ -31,7 +31,7 @@ from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, Del
 from ..models.operations import (APPEND, CREATE_BRANCH, CREATE_TAG, DELETE_FILES,
                                  EXPIRE_SNAPSHOTS, FAST_APPEND, FAST_FORWARD, KIND_ALIASES,
                                  OVERWRITE, REF_KINDS, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
-                                 UPGRADE_FORMAT, CHERRY_PICK,
+                                 UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION,
                                  Operation)
 from ..models.table import TableConfig
 from .java_gateway import get_gateway
@@ -729,6 +729,14 @@ class JavaWriter:
             n = op.pick
             target = t.snapshot_order[n - 1] if 1 <= n <= len(t.snapshot_order) else -1
             return jtable.manageSnapshots().cherrypick(target)
+        elif kind == TRANSACTION:
+            # table.newTransaction(); each operation built on the transaction and committed
+            # into it now (a ValidationException here is the writer's outcome, reported by
+            # commit()); commitTransaction() at the commit step (models/transaction.py)
+            txn = jtable.newTransaction()
+            for sub in op.ops:
+                self._build(txn, sub).commit()
+            return _StagedTransaction(txn)
         elif kind == UPGRADE_FORMAT:
             # PropertiesUpdate: TableMetadata.replaceProperties upgrades the format version
             return jtable.updateProperties().set("format-version", str(op.format_version))
@@ -806,6 +814,7 @@ class JavaWriter:
             DELETE_FILES: {"delete_data", "row_filter"},
             REPLACE_PARTITIONS: {"add_data"},
             EXPIRE_SNAPSHOTS: set(), UPGRADE_FORMAT: set(), CHERRY_PICK: set(),
+            TRANSACTION: {"add_data", "add_deletes"},
             CREATE_BRANCH: set(), CREATE_TAG: set(), FAST_FORWARD: set(),
         }.get(kind)
         if allowed is None:
@@ -818,6 +827,16 @@ class JavaWriter:
                 problems.append(f"{kind} takes no row filter in Java")
         if problems:
             raise JavaDriverError(f"writer {self.name}: " + "; ".join(problems))
+
+
+class _StagedTransaction:
+    """A Java transaction whose operations are staged: ``commit()`` is commitTransaction()."""
+
+    def __init__(self, txn):
+        self.txn = txn
+
+    def commit(self) -> None:
+        self.txn.commitTransaction()
 
 
 def _replace_fmdp(v):

@@ -27,6 +27,9 @@ UPGRADE_FORMAT = "upgrade_format_version"
 CHERRY_PICK = "cherry_pick"
 # operations that change the metadata without a snapshot, re-applied on every attempt's refresh
 METADATA_KINDS = (EXPIRE_SNAPSHOTS, UPGRADE_FORMAT)
+# table.newTransaction() ... commitTransaction() (BaseTransaction, SIMPLE): several snapshot
+# producers applied one after another, committed with one metadata swap (models/transaction.py)
+TRANSACTION = "transaction"
 # ManageSnapshots (table.manageSnapshots()): ref updates, models/refs.py
 CREATE_BRANCH = "create_branch"            # .createBranch(name, snapshotId)
 CREATE_TAG = "create_tag"                  # .createTag(name, snapshotId)
@@ -34,7 +37,10 @@ FAST_FORWARD = "fast_forward"              # .fastForwardBranch(from, to)
 REF_KINDS = (CREATE_BRANCH, CREATE_TAG, FAST_FORWARD)
 
 KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
-         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK) + REF_KINDS
+         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION) + REF_KINDS
+# what a transaction may stage: snapshot producers whose effect is decided by their files
+# (a row filter or ReplacePartitions inside a transaction is not modelled; models/transaction.py)
+TRANSACTION_KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES)
 KIND_ALIASES = {"merge_append": APPEND}
 
 JAVA_NAMES = {
@@ -48,6 +54,7 @@ JAVA_NAMES = {
     EXPIRE_SNAPSHOTS: "ExpireSnapshots",
     UPGRADE_FORMAT: "UpdateProperties (format-version)",
     CHERRY_PICK: "ManageSnapshots.cherrypick",
+    TRANSACTION: "Transaction (newTransaction ... commitTransaction)",
     CREATE_BRANCH: "ManageSnapshots.createBranch",
     CREATE_TAG: "ManageSnapshots.createTag",
     FAST_FORWARD: "ManageSnapshots.fastForwardBranch",
@@ -140,6 +147,9 @@ class Operation:
     # ManageSnapshots ref updates (REF_KINDS): create_branch/create_tag ``(name, N)`` with N the
     # N-th snapshot committed (0 = the current snapshot); fast_forward ``(from, to)``.
     ref: tuple = field(default=(), metadata={"digest_omit_default": True})
+    # TRANSACTION: the operations it stages, in order (its own add_data / add_deletes are
+    # theirs, concatenated: the files the writer writes before the transaction commits)
+    ops: tuple["Operation", ...] = field(default=(), metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -27,8 +27,9 @@ from . import catalog as cat
 from . import expire as exp
 from . import refs as refs_
 from . import cherrypick as pick_
+from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
-                         UPGRADE_FORMAT)
+                         TRANSACTION, UPGRADE_FORMAT)
 from .metadata import TableMetadata
 from .files import DV, POSITION_DELETES
 from .operations import Operation
@@ -113,6 +114,8 @@ class OpRecord:
     sequence_number: int | None
     attempts: int
     applied: bool  # did its metadata become (at some point) the catalog's pointer?
+    # a transaction's snapshots, in order (``snapshot_id`` is the last); () for one operation
+    snapshot_ids: tuple[int, ...] = field(default=(), metadata={"digest_omit_default": True})
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,10 @@ class Model:
         out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
         if w.phase == PREPARED and self.config.faults:
             out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
-        if w.phase == PREPARED and self.config.phantom_failures:
+        if w.phase == PREPARED and self.config.phantom_failures and \
+                w.operation.kind != TRANSACTION:
+            # not explored on a transaction: Java's rollback path for re-applied staged
+            # updates is not modelled (models/transaction.py)
             out.append(Action(w.name, CAS_APPLIED_FAILED))
         if self.config.crashes:
             out.append(Action(w.name, CRASH))
@@ -321,9 +327,10 @@ class Model:
 
     def _finish(self, state: State, w: WriterState, outcome: str, message: str | None,
                 check: str | None = None, *, snapshot_id=None, seq=None, applied=False,
-                store=None, catalog=None) -> State:
+                store=None, catalog=None, snapshot_ids=()) -> State:
         record = OpRecord(w.op_index, w.intent, w.operation, outcome, message, check,
-                          w.base_snapshot_id, snapshot_id, seq, w.attempt + 1, applied)
+                          w.base_snapshot_id, snapshot_id, seq, w.attempt + 1, applied,
+                          snapshot_ids)
         more = w.op_index + 1 < len(self.programs[w.name].entries)
         done = replace(w, phase=IDLE if more else DONE, op_index=w.op_index + 1, intent=None,
                        base_path=None, base_snapshot_id=None, operation=None, refreshed_path=None,
@@ -352,6 +359,13 @@ class Model:
             refs_.check_target_branch(base, operation.branch)
             if operation.kind in REF_KINDS:
                 refs_.update_refs(base, operation)
+            if operation.kind == TRANSACTION:
+                # each staged operation's commit() inside the transaction applies it to the
+                # transaction's metadata, validating it there (BaseTransaction)
+                txn_.apply_transaction(txn_.with_files(state.store, operation), self._table_at,
+                                       base, operation, first_snapshot_id=0,
+                                       writer_name=w.name, metadata_path="(transaction)",
+                                       starting_id=w.base_snapshot_id)
         except ValidationFailed as e:
             return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         state = self._put_writer(state, w)
@@ -441,6 +455,10 @@ class Model:
         op = w.operation
         if op.kind in REF_KINDS:  # checked when built, on this same metadata
             return self._put_writer(state, replace(w, phase=VALIDATED))
+        if op.kind == TRANSACTION:
+            # applyUpdates validates each staged operation as it re-applies it, on the
+            # refreshed metadata plus the operations before it: done in _write_metadata
+            return self._put_writer(state, replace(w, phase=VALIDATED))
         if op.kind == UPGRADE_FORMAT:
             base = state.metadata_at(w.refreshed_path)
             if op.format_version < base.format_version:
@@ -494,6 +512,8 @@ class Model:
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         operation = w.operation
+        if operation.kind == TRANSACTION:
+            return self._write_transaction(state, w, base, path, n)
         if operation.kind == CHERRY_PICK:
             try:
                 how, what = pick_.plan_pick(state.store, base, operation.pick)
@@ -547,6 +567,25 @@ class Model:
                     metadata_writes=n, written=written)
         return self._put_writer(state, w, store=state.store.put_all(dict(produced.objects)))
 
+    def _write_transaction(self, state: State, w: WriterState, base: TableMetadata, path: str,
+                           n: int) -> State:
+        """commitSimpleTransaction's applyUpdates: every staged operation re-applied, in
+        order, on the refreshed metadata; one metadata file, one swap (models/transaction.py).
+        Its snapshots take ids ``slot * 1000 + n``, ``+ 1``, ... (the metadata-write counter
+        advances past them, so ids stay unique within the writer)."""
+        op = w.operation
+        first = w.slot * 1000 + n
+        try:
+            meta, objects, ids = txn_.apply_transaction(
+                state.store, self._table_at, base, op, first_snapshot_id=first,
+                writer_name=w.name, metadata_path=path, starting_id=w.base_snapshot_id)
+        except ValidationFailed as e:
+            return self._finish(state, replace(w, metadata_writes=n + len(op.ops) - 1),
+                                VALIDATION_FAILED, e.message, e.check)
+        w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1],
+                    metadata_writes=n + len(ids) - 1)
+        return self._put_writer(state, w, store=state.store.put_all(objects))
+
     def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
         base = state.metadata_at(w.refreshed_path)
         new = state.metadata_at(w.pending_path)
@@ -571,12 +610,21 @@ class Model:
             snap = new.snapshot(w.pending_snapshot_id)  # a rollback keeps its old number
             seq = snap.sequence_number if snap is not None else new.last_sequence_number
             return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,
-                                seq=seq, applied=True, catalog=result.catalog)
+                                seq=seq, applied=True, catalog=result.catalog,
+                                snapshot_ids=self._transaction_ids(w))
         if w.attempt < self.table.max_retries:
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
                             pending_path=None, pending_snapshot_id=None)
             return self._put_writer(state, retry)
         return self._finish(state, w, COMMIT_FAILED, result.message, "commit")
+
+    @staticmethod
+    def _transaction_ids(w: WriterState) -> tuple[int, ...]:
+        """The ids of the pending transaction's snapshots (() for one operation)."""
+        if w.operation.kind != TRANSACTION or w.pending_snapshot_id is None:
+            return ()
+        k = len(w.operation.ops)
+        return tuple(range(w.pending_snapshot_id - k + 1, w.pending_snapshot_id + 1))
 
     def _clean_all(self, state: State, w: WriterState):
         """SnapshotProducer.cleanAll (on a ValidationException or exhausted retries): delete every
@@ -605,11 +653,12 @@ class Model:
         return self._finish(state, w, COMMIT_UNKNOWN, "Commit status unknown: reply lost",
                             "commit", snapshot_id=w.pending_snapshot_id,
                             seq=new.last_sequence_number, applied=result.applied,
-                            catalog=result.catalog)
+                            catalog=result.catalog, snapshot_ids=self._transaction_ids(w))
 
     def _cas_not_applied(self, state: State, w: WriterState, a: Action) -> State:
         return self._finish(state, w, COMMIT_UNKNOWN, "Commit status unknown: no reply", "commit",
-                            snapshot_id=w.pending_snapshot_id, applied=False)
+                            snapshot_id=w.pending_snapshot_id, applied=False,
+                            snapshot_ids=self._transaction_ids(w))
 
     def _crash(self, state: State, w: WriterState, a: Action) -> State:
         record = OpRecord(w.op_index, w.intent, w.operation, CRASHED, f"crashed while {w.phase}",

@@ -60,6 +60,8 @@ def describe_intent(intent: Any) -> str:
     if isinstance(intent, Command):
         return str(intent)
     kind = getattr(intent, "kind", None)
+    if getattr(intent, "ops", ()):
+        return f"transaction of {', '.join(o.kind for o in intent.ops)}"
     return f"{kind} operation" if kind else repr(intent)
 
 
@@ -72,6 +74,9 @@ class History:
     ops: list[Op]                                # every finished op (writers, then setup)
     lineage_ops: list[Op | None]                 # op of each lineage snapshot (None: unknown)
     by_snapshot: dict[int, Op]
+    # snapshots a transaction produced before its last one: in the history (time travel reads
+    # them) but never the table's current version, so the oracle does not judge them
+    inner_ids: frozenset = frozenset()
     _snapshots: dict[int, Snapshot] | None = None
     _rows: dict[Any, list] = field(default_factory=dict)
 
@@ -157,6 +162,7 @@ def build_history(model: Model, state: State) -> History:
     lineage = _lineage(state, meta)
     ops: list[Op] = []
     by_snapshot: dict[int, Op] = {}
+    inner: set[int] = set()
     for w in state.writers:
         for r in w.history:
             op = Op(f"{w.name}.{r.index + 1}", w.name, r.index, r, r.intent, r.base_snapshot_id,
@@ -164,6 +170,9 @@ def build_history(model: Model, state: State) -> History:
             ops.append(op)
             if r.snapshot_id is not None and r.applied:
                 by_snapshot.setdefault(r.snapshot_id, op)
+                for sid in r.snapshot_ids[:-1]:   # a transaction's earlier snapshots
+                    by_snapshot.setdefault(sid, op)
+                    inner.add(sid)
     setup_ops = model.config.setup
     lineage_ops: list[Op | None] = []
     for pos, snap in enumerate(lineage):
@@ -180,4 +189,4 @@ def build_history(model: Model, state: State) -> History:
             op.position = pos
             op.sequence_number = snap.sequence_number
         lineage_ops.append(op)
-    return History(model, state, meta, lineage, ops, lineage_ops, by_snapshot)
+    return History(model, state, meta, lineage, ops, lineage_ops, by_snapshot, frozenset(inner))

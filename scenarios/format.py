@@ -35,7 +35,8 @@ TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
 FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
              "equality_ids"}
 OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
-           "expect", "snapshots", "branch", "name", "snapshot", "to", "format_version"}
+           "expect", "snapshots", "branch", "name", "snapshot", "to", "format_version",
+           "operations"}
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
@@ -58,6 +59,7 @@ OPS_ALLOWED_KEYS = {
     ops.EXPIRE_SNAPSHOTS: {"snapshots"},
     ops.UPGRADE_FORMAT: {"format_version"},
     ops.CHERRY_PICK: {"snapshot"},
+    ops.TRANSACTION: {"operations"},
     ops.CREATE_BRANCH: {"name", "snapshot"},
     ops.CREATE_TAG: {"name", "snapshot"},
     ops.FAST_FORWARD: {"name", "to"},
@@ -457,12 +459,14 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                        f"{', '.join(ops.KINDS)}", node, "op")
     ctx.keys(node, OP_KEYS | {"begin"}, f"a {kind} operation")
     for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter", "snapshots",
-                "name", "snapshot", "to", "format_version"):
+                "name", "snapshot", "to", "format_version", "operations"):
         if key in node and key not in OPS_ALLOWED_KEYS[kind]:
             raise ctx.fail(f"{kind} does not take {key!r} (it takes "
                            f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
     if kind in ops.REF_KINDS:
         return _ref_operation(ctx, kind, node)
+    if kind == ops.TRANSACTION:
+        return _transaction(ctx, table, files, node)
     branch = None
     if "branch" in node:
         if kind not in BRANCH_KINDS:
@@ -518,6 +522,50 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
     validations = parse_validations(ctx, table, files, node, kind, add_deletes)
     return Operation(kind, add, delete, add_deletes, remove_deletes, row_filter, validations,
                      branch=None if branch == "main" else branch)
+
+
+def _transaction(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) -> Operation:
+    """transaction {operations: [OP, ...]}: table.newTransaction(), each operation staged and
+    committed into it, then commitTransaction() (models/transaction.py)."""
+    for key in ("validate", "branch"):
+        if key in node:
+            raise ctx.fail(f"transaction does not take {key!r} (each of its operations takes "
+                           f"its own validate)", node, key)
+    items = ctx.seq(node.get("operations"), "operations", node, "operations") \
+        if "operations" in node else None
+    if not items:
+        raise ctx.fail("transaction needs operations: [{op: ...}, ...] (the operations it "
+                       "stages, in order)", node, "operations" if "operations" in node else "op")
+    staged = []
+    for i, raw in enumerate(items):
+        sub = ctx.mapping(raw, "an operation of the transaction", items, i)
+        kind = ops.KIND_ALIASES.get(sub.get("op"), sub.get("op"))
+        if kind in ops.KINDS and kind not in ops.TRANSACTION_KINDS:
+            raise ctx.fail(f"a transaction here stages {', '.join(ops.TRANSACTION_KINDS)}, "
+                           f"not {kind} (not modelled inside a transaction)", sub, "op")
+        for key in ("branch", "expect", "begin"):
+            if key in sub:
+                raise ctx.fail(f"an operation inside a transaction does not take {key!r}",
+                               sub, key)
+        if "row_filter" in sub:
+            raise ctx.fail("a row filter inside a transaction is not modelled (name the files "
+                           "to delete)", sub, "row_filter")
+        op = parse_operation(ctx, table, files, sub)
+        if not op.validations.validate_on_first_attempt:
+            raise ctx.fail("validate_on_first_attempt: false is PyIceberg's single-operation "
+                           "commit, not a Java transaction", sub, "validate")
+        staged.append(op)
+    seen: dict[str, int] = {}
+    for k, op in enumerate(staged):
+        for f in op.add_data + op.add_deletes:
+            if f.path in seen:
+                raise ctx.fail(f"file {f.path} is added by operations {seen[f.path] + 1} and "
+                               f"{k + 1} of the transaction; files are immutable, name a new "
+                               f"one", items, k)
+            seen[f.path] = k
+    return Operation(ops.TRANSACTION, add_data=tuple(f for op in staged for f in op.add_data),
+                     add_deletes=tuple(f for op in staged for f in op.add_deletes),
+                     ops=tuple(staged))
 
 
 def _ref_name(ctx: _Ctx, node: LineDict, key: str) -> str:
