@@ -236,10 +236,13 @@ def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter
 
     In a rewritten manifest, removed entries become DELETED (this snapshot's id), other live
     entries become EXISTING, and entries DELETED by earlier snapshots are dropped. ``opened``
-    says which manifests the filter reads at all (None: every one).
+    says which manifests the filter reads at all (None: every one). Returns the manifests, the
+    removed paths, and how many entries were removed (a path the table lists twice counts
+    twice in the snapshot summary, as Java counts each deleted entry).
     """
     out: list[Manifest] = []
     removed: set[str] = set()
+    count = 0
     for m in manifests:
         if opened is not None and not opened(m):
             out.append(m)
@@ -254,11 +257,12 @@ def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter
                 continue
             if doomed(e):
                 removed.add(e.file.path)
+                count += 1
                 entries.append(replace(e, status=DELETED, snapshot_id=writer.snapshot_id))
             else:
                 entries.append(replace(e, status=EXISTING))
         out.append(writer.write(m.content, entries))
-    return out, removed
+    return out, removed, count
 
 
 def _merge(manifests: list[Manifest], writer: _ManifestWriter, min_count: int) -> list[Manifest]:
@@ -374,7 +378,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         return (op.row_filter is None or expression_opens(m) or bool(delete_paths)
                 or partitions_open(m, drop_partitions) or unpartitioned_replace)
 
-    data_manifests, removed_data = _filter_manifests(parent_data, data_doomed, mw,
+    data_manifests, removed_data, n_removed_data = _filter_manifests(parent_data, data_doomed, mw,
                                                      opened=data_manifest_opened)
     _fail_any_delete(table, op, parent_data, removed_data)
     if op.missing_delete_paths_enabled:
@@ -423,7 +427,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
             return partitions_open(m, remove_delete_partitions)
         return bool(dropped_data)
 
-    delete_manifests, removed_deletes = _filter_manifests(
+    delete_manifests, removed_deletes, n_removed_deletes = _filter_manifests(
         parent_deletes, delete_doomed, mw, opened=delete_manifest_opened)
     _fail_any_delete(table, op, parent_deletes, removed_deletes)
     if op.missing_delete_paths_enabled:
@@ -461,8 +465,8 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     summary = (
         ("added-data-files", len(op.add_data)),
         ("added-delete-files", len(added_deletes)),
-        ("deleted-data-files", len(removed_data)),
-        ("removed-delete-files", len(removed_deletes)),
+        ("deleted-data-files", n_removed_data),
+        ("removed-delete-files", n_removed_deletes),
     )
     snap = Snapshot(snapshot_id, parent.snapshot_id if parent else None, seq, operation_name(op, table.iceberg_version),
                     mlist.path, summary, writer_name, source_snapshot_id=op.source_snapshot_id,

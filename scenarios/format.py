@@ -445,7 +445,8 @@ def _file_list(ctx: _Ctx, files: dict, node: LineDict, key: str, want_delete: bo
             kind = "a delete file" if f.is_delete else "a data file"
             raise ctx.fail(f"{name} is {kind}; {key} takes "
                            f"{'delete' if want_delete else 'data'} files", items, i)
-        out.append(f)
+        if f not in out:   # one commit adds a path once (DataFileSet / DeleteFileSet)
+            out.append(f)
     return tuple(out)
 
 
@@ -555,14 +556,6 @@ def _transaction(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) -> 
             raise ctx.fail("validate_on_first_attempt: false is PyIceberg's single-operation "
                            "commit, not a Java transaction", sub, "validate")
         staged.append(op)
-    seen: dict[str, int] = {}
-    for k, op in enumerate(staged):
-        for f in op.add_data + op.add_deletes:
-            if f.path in seen:
-                raise ctx.fail(f"file {f.path} is added by operations {seen[f.path] + 1} and "
-                               f"{k + 1} of the transaction; files are immutable, name a new "
-                               f"one", items, k)
-            seen[f.path] = k
     return Operation(ops.TRANSACTION, add_data=tuple(f for op in staged for f in op.add_data),
                      add_deletes=tuple(f for op in staged for f in op.add_deletes),
                      ops=tuple(staged))
@@ -796,12 +789,13 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
 
 
 def _claim_files(ctx: _Ctx, op: Operation, added: dict, node: LineDict, line: int) -> None:
-    """Files are immutable and uniquely named: each can be added by one operation only."""
+    """Record where each file is first added. A later operation may add the same path again:
+    Java's producers check no path against the table (MergingSnapshotProducer.add only
+    de-duplicates within one commit, through a DataFileSet / DeleteFileSet), so the table then
+    lists it twice and its rows are read twice (scenario
+    ``appends/re-adding-an-existing-path-duplicates-rows``)."""
     for f in op.add_data + op.add_deletes:
-        if f.path in added:
-            raise ctx.fail(f"file {f.path} is already added by the step at line {added[f.path]}; "
-                           f"files are immutable, name a new one", node)
-        added[f.path] = line
+        added.setdefault(f.path, line)
 
 
 def parse_final_expect(ctx: _Ctx, table: TableConfig, files: dict, node: Any,
