@@ -292,6 +292,16 @@ def scenario_docs(draw) -> dict:
                     del step[k]
                 step.update({"op": "transaction", "operations": [first, second]})
 
+    # an append that adds again a path the set-up append already put in the table (Java
+    # checks no path against the table: it is listed twice), drawn last
+    if draw(st.integers(0, 3)) == 0:
+        appends = [op for op in (s_ if "op" in s_ else s_.get("commit") for s_ in steps[1:])
+                   if isinstance(op, dict) and op.get("op") in ("append", "fast_append")
+                   and op.get("add")]
+        if appends:
+            again = draw(st.sampled_from(appends))
+            again["add"] = list(again["add"]) + [draw(st.sampled_from(steps[0]["commit"]["add"]))]
+
     doc: dict[str, Any] = {"version": 1, "id": "random", "table": {
         "format_version": fv, "schema": {"id": "int", "cat": "string"}}}
     if spec:
@@ -310,6 +320,9 @@ def doc_features(doc: dict) -> list[str]:
     """The operation kinds a scenario document uses, sorted (its features, for the report),
     with `to_branch`, `append_only` and `manifest_merge` for the switches that matter."""
     kinds = set()
+    first = (doc.get("steps") or [{}])[0]
+    first_added = (first.get("commit") or {}).get("add") or () if isinstance(
+        first.get("commit"), dict) else ()
     if "commit.manifest.min-count-to-merge" in (doc.get("table", {}).get("properties") or {}):
         kinds.add("manifest_merge")
     for step in doc.get("steps", []):
@@ -322,6 +335,9 @@ def doc_features(doc: dict) -> list[str]:
                 kinds.add("append_only")
             if op["op"] == "row_delta" and op.get("delete"):
                 kinds.add("remove_rows")
+            if op["op"] in ("append", "fast_append") and step is not doc["steps"][0] and \
+                    set(op.get("add") or ()) & set(first_added):
+                kinds.add("readd_path")
     return sorted(kinds)
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, DELETE, EXPIRE, INSERT, MERGE, MERGE_INSERT,
+from icecheck.models.commands_spec import (COMPACT, COMPACT_OPTIONS, DELETE, EXPIRE, INSERT, MERGE, MERGE_INSERT,
                                            OVERWRITE, OVERWRITE_PARTITIONS,
                                            REWRITE_POSITION_DELETES, UPDATE, Command)
 from icecheck.models.filters import And, Cmp, FalseExpr, In, IsNull, Not, Or, TrueExpr
@@ -267,8 +267,27 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         return [f"CALL {catalog}.system.rewrite_position_delete_files(table => '{ident}', "
                 f"options => map('rewrite-all', 'true'))"]
     if intent.kind == COMPACT:
-        raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL yet")
+        if gate:
+            raise NotExpressible("rewrite_data_files cannot be paused between its planning and "
+                                 "its commit")
+        catalog, _, ident = name.partition(".")
+        # every option the model follows, explicitly (the model's COMPACT defaults to
+        # rewrite-all, Spark's procedure does not); the where clause as a Spark SQL string
+        opts = ", ".join(f"'{k}', '{_option_str(intent.option(k))}'"
+                         for k in sorted(COMPACT_OPTIONS))
+        where = ""
+        if intent.where is not None:
+            where = ", where => '" + sql_filter(intent.where).replace("'", "\\'") + "'"
+        return [f"CALL {catalog}.system.rewrite_data_files(table => '{ident}'{where}, "
+                f"options => map({opts}))"]
     raise NotExpressible(f"command {intent.kind} is not mapped to Spark SQL")
+
+
+def _option_str(value) -> str:
+    """An option value as Spark's options map takes it (booleans lower-case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _static_partition(table, where) -> dict[str, Any] | None:
@@ -548,6 +567,28 @@ def _run_statements(session, sqls: list[str], log: list[str]) -> tuple[str, str 
     return sm.COMMITTED, None, None
 
 
+# procedures that commit nothing when they find nothing to do (the model's ``noop``): the
+# Spark target runs them anyway, so "nothing to do" is checked on Spark too
+_PROCEDURES = (COMPACT, REWRITE_POSITION_DELETES)
+
+
+def _with_procedure_noops(mrun: "_ModelRun") -> list:
+    """The plan's events plus a ``noop`` event, at its begin, for each procedure the model
+    ended ``noop`` (the plan leaves noops out: nothing to run on Java)."""
+    keyed = [((op.begin_at if kind == "begin" else op.java_at), 0 if kind == "begin" else 1, n,
+              (kind, op)) for n, (kind, op) in enumerate(mrun.plan.events)]
+    for op in mrun.plan.ops:
+        intent = mrun.intents.get((op.writer, op.index))
+        if op.operation is None and op.outcome == sm.NOOP and \
+                getattr(intent, "kind", None) in _PROCEDURES:
+            keyed.append((op.begin_at, 0, -1, ("noop", op)))
+    return [e for *_, e in sorted(keyed, key=lambda k: k[:3])]
+
+
+def _snapshot_count(spark, tname: str) -> int:
+    return spark.sql(f"SELECT count(*) FROM {tname}.snapshots").collect()[0][0]
+
+
 def _metadata_delete(op) -> bool:
     """The model planned this DELETE as Spark's metadata-only delete (a DeleteFiles)."""
     return op.operation is not None and op.operation.kind == mops.DELETE_FILES
@@ -575,10 +616,23 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
             files.learn(op)
         sessions: dict[str, Any] = {}
         gated: dict[tuple[str, int], _Gated] = {}
-        events = mrun.plan.events
+        events = _with_procedure_noops(mrun)
         for i, (kind, op) in enumerate(events):
             key = (op.writer, op.index)
             intent = mrun.intents[key]
+            if kind == "noop":
+                # a procedure the model found nothing to do for: run it whole and see whether
+                # Spark committed anything (a new snapshot)
+                if op.writer not in sessions:
+                    sessions[op.writer] = writer_session(spark)
+                before = _snapshot_count(spark, tname)
+                outcome, message, cls = _run_statements(
+                    sessions[op.writer], statement_sql(tname, table, intent, None),
+                    run.statements)
+                if outcome == sm.COMMITTED and _snapshot_count(spark, tname) == before:
+                    outcome, message = sm.NOOP, "no snapshot committed"
+                run.outcomes[key] = JavaOutcome(outcome, files.rename(message), cls)
+                continue
             if op.writer not in sessions:
                 sessions[op.writer] = writer_session(spark)
             session = sessions[op.writer]

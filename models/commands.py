@@ -193,7 +193,7 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     rows = read_rows(store, snapshot, table.schema.names)
     live = {e.file.path: e.file for e in live_data_entries(store, snapshot)}
     if cmd.kind == COMPACT:
-        return _plan_compaction(cmd, rule, profile, table, rows, live, names)
+        return _plan_compaction(cmd, rule, profile, table, rows, live, names, store, snapshot)
 
     where = cmd.where
     if cow_overwrite:
@@ -413,11 +413,13 @@ def _position_deletes(table, store, snapshot, changed, names):
     return tuple(out), tuple(removed)
 
 
-def _plan_compaction(cmd, rule, profile, table, rows, live, names) -> Operation:
+def _plan_compaction(cmd, rule, profile, table, rows, live, names, store, snapshot) -> Operation:
     """rewrite_data_files: rewrite the matching files' live rows, one file per partition."""
     targets = [f for f in live.values()
                if cmd.where is None or might_match_file(cmd.where, table.spec, f.partition, f.lower(),
                                                         f.upper(), f.nulls(), f.record_count)]
+    if not cmd.option("rewrite-all"):
+        targets = _binpack_selection(cmd, targets, store, snapshot)
     if not targets:
         raise NothingToDo("compaction finds no data file to rewrite")
     paths = {f.path for f in targets}
@@ -431,6 +433,40 @@ def _plan_compaction(cmd, rule, profile, table, rows, live, names) -> Operation:
     return Operation(ops.REWRITE, add_data=_group_files(table, kept, names),
                      delete_data=tuple(sorted(targets, key=lambda f: f.path)),
                      validations=v)
+
+
+def _binpack_selection(cmd, targets: list, store, snapshot) -> list:
+    """BinPackRewriteFilePlanner.filterFileGroups (Iceberg 1.10.2) on one group per partition,
+    every file taken to be below min-file-size (commands_spec.COMPACT_OPTIONS): a group is
+    rewritten when it has more than one file and at least ``min-input-files``, or a file with
+    at least ``delete-file-threshold`` delete files applying to it (DeleteFileIndex, as the scan
+    task carries them), or whose file-scoped deleted records reach ``delete-ratio-threshold``
+    of its records (``tooHighDeleteRatio``)."""
+    from .validation import delete_can_apply_to
+    data_seq = {e.file.path: e.data_sequence_number for e in live_data_entries(store, snapshot)}
+    deletes = live_delete_entries(store, snapshot)
+    min_files = cmd.option("min-input-files")
+    threshold = cmd.option("delete-file-threshold")
+    ratio = cmd.option("delete-ratio-threshold")
+
+    def deletes_heavy(f) -> bool:
+        applying = [d for d in deletes if delete_can_apply_to(d, f, data_seq[f.path])]
+        if len(applying) >= threshold:     # tooManyDeletes: a threshold of 0 takes every file
+            return True
+        if not applying:
+            return False
+        known = sum(d.file.record_count for d in applying
+                    if d.file.content != EQUALITY_DELETES and d.file.referenced_data_file)
+        return min(known, f.record_count) / f.record_count >= ratio
+
+    groups: dict = defaultdict(list)
+    for f in targets:
+        groups[f.partition].append(f)
+    out = []
+    for files in groups.values():
+        if (1 < len(files) and len(files) >= min_files) or any(deletes_heavy(f) for f in files):
+            out.extend(files)
+    return out
 
 
 def make_planner(profile_name: str, writer_profiles: dict[str, str] | None = None):

@@ -43,7 +43,37 @@ EQUALITY_UPSERT = "equality-upsert"
 # the rewrite started from (RewriteDataFilesCommitManager.commitFileGroups, 1.10.2 lines 85-89:
 # ``rewrite.dataSequenceNumber(table.snapshot(startingSnapshotId).sequenceNumber())``), so
 # equality deletes committed meanwhile still apply to them and do not fail the rewrite.
-COMPACT_OPTIONS = {"use-starting-sequence-number": (bool, True)}
+#
+# File selection (BinPackRewriteFilePlanner, 1.10.2). The model has no file sizes: it takes every
+# file to be smaller than min-file-size (75% of the 512 MB target), as the small files of a
+# streaming table and of every scenario here are, so each file passes filterFiles by size and
+# what decides is filterFileGroups, per partition (one file group: max-file-group-size is
+# 100 GB): a group is rewritten when it has more than one file and at least min-input-files
+# (default 5), or one of its files has at least delete-file-threshold delete files applying to
+# it (default Integer.MAX_VALUE: never), or a ratio of file-scoped deleted records (position
+# deletes naming the file, DVs) of at least delete-ratio-threshold (default 0.3).
+# rewrite-all skips both filters. The model's default for COMPACT is rewrite-all: true (every
+# file its ``where`` might match, one output file per partition), which Spark's procedure does
+# only when asked: ``options: {rewrite-all: false}`` follows Spark's default selection.
+COMPACT_OPTIONS = {"use-starting-sequence-number": (bool, True),
+                   "rewrite-all": (bool, True),
+                   "min-input-files": (int, 5),
+                   "delete-file-threshold": (int, 2 ** 31 - 1),
+                   "delete-ratio-threshold": (float, 0.3)}
+
+
+def compact_option_error(name: str, value) -> str | None:
+    """Java's precondition message for an option value out of range (SizeBasedFileRewritePlanner
+    / BinPackRewriteFilePlanner.init), or None."""
+    if name == "min-input-files" and value <= 0:
+        return f"'{name}' is set to {value} but must be > 0"
+    if name == "delete-file-threshold" and value < 0:
+        return f"'{name}' is set to {value} but must be >= 0"
+    if name == "delete-ratio-threshold" and value <= 0:
+        return f"'{name}' is set to {value} but must be > 0"
+    if name == "delete-ratio-threshold" and value > 1:
+        return f"'{name}' is set to {value} but must be <= 1"
+    return None
 
 COMMAND_KEYS = {
     INSERT: {"rows"},

@@ -23,7 +23,8 @@ from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig,
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
                                            MERGE_INSERT, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                                           EXPIRE, OVERWRITE_FILES, Command)
+                                           EXPIRE, OVERWRITE_FILES, Command,
+                                           compact_option_error)
 
 from .errors import InputError
 from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
@@ -886,7 +887,11 @@ def parse_command(ctx, table, node, parent) -> Command:
                 raise ctx.fail(f"unknown rewrite_data_files option {name!r}; the model follows "
                                f"{', '.join(sorted(COMPACT_OPTIONS))}", onode, name)
             typ = COMPACT_OPTIONS[name][0]
-            if not isinstance(value, typ):
+            if isinstance(value, bool) != (typ is bool) or not isinstance(
+                    value, (int, float) if typ is float else typ):
                 raise ctx.fail(f"option {name} must be {typ.__name__}", onode, name)
+            problem = compact_option_error(name, value)
+            if problem is not None:
+                raise ctx.fail(problem, onode, name)
         options = tuple(sorted(onode.items()))
     return Command(kind, where, sets, rows, on, str(node.get("where", "")), options, deletes)

@@ -43,6 +43,14 @@ CASES = {
                             + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
                             "      options: {use-starting-sequence-number: 'no'}\n",
                             12, "option use-starting-sequence-number must be bool"),
+    "compact-option-range": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
+                             + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
+                             "      options: {rewrite-all: false, min-input-files: 0}\n",
+                             12, "'min-input-files' is set to 0 but must be > 0"),
+    "compact-option-int-not-bool": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
+                                    + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
+                                    "      options: {delete-file-threshold: true}\n",
+                                    12, "option delete-file-threshold must be int"),
     "commit-before-begin": (GOOD_HEAD + "steps:\n  - commit: w1\n", 8, "writer w1 has not begun"),
     "version-bool": (GOOD_HEAD.replace("version: 1", "version: true") +
                      "steps:\n  - commit: {op: append, add: [d1]}\n", 1,

@@ -141,3 +141,16 @@ def test_spark_procedures_agree(spark_target):
         ROOT, "scenarios", "builtin", "expiry", "spark-expire-retain-last-stale-writer.yaml")))
     _assert_agrees(c)
     assert c.ops[-1].java_outcome == "read_failed"
+
+
+def test_compaction_file_selection_on_spark(spark_target):
+    """rewrite_data_files with Spark's default selection (rewrite-all false): a partition with
+    fewer than min-input-files small files is left alone unless its deletes are heavy enough;
+    the model's "nothing to rewrite" (noop) is run on Spark too and commits no snapshot."""
+    c = _scenario(spark_target, "spark-compaction-delete-thresholds.yaml")
+    _assert_agrees(c)
+    by_line = {op.label: (op.model_outcome, op.java_outcome) for op in c.ops}
+    assert ("noop", "noop") in by_line.values()
+    c = _scenario(spark_target, "spark-compaction-default-selection-skips-small-partitions.yaml")
+    _assert_agrees(c)
+    assert c.ops[-1].java_outcome == "committed"
