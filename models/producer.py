@@ -223,10 +223,12 @@ def _committed_min_sequence(m: Manifest, snapshot_id: int) -> int | None:
     number of the *live* entries it writes; a manifest with none is written UNASSIGNED and, once
     committed, inherits its snapshot's sequence number (so a carried manifest holding only
     DELETED entries counts with the sequence number of the commit that wrote it: found by the
-    random differential, seed 3); one this commit rewrote is still UNASSIGNED and is left out."""
-    if m.added_snapshot_id == snapshot_id:
-        return None
+    random differential, seed 3); one this commit rewrote counts its live (EXISTING) entries,
+    and with none it is still UNASSIGNED and is left out (ManifestWriter.addEntry tracks
+    ``entry.isLive()`` entries whatever their status: random differential, seed 11)."""
     live = [e.data_sequence_number for e in m.entries if e.is_live]
+    if m.added_snapshot_id == snapshot_id:
+        return min(live) if live else None
     return min(live) if live else m.sequence_number
 
 
