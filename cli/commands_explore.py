@@ -69,7 +69,8 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
                    "merge_insert (an insert-only MERGE of a fresh key), upsert and cdc_delete "
                    "(a streaming upsert sink's checkpoint upserting / deleting the key: Flink), "
                    "expire (Spark's expire_snapshots, retain_last 1), rewrite_deletes (Spark's "
-                   "rewrite_position_delete_files), overwrite_files (PyIceberg's file-level "
+                   "rewrite_position_delete_files), rewrite_manifests (Spark's rewrite_manifests), "
+                   "overwrite_files (PyIceberg's file-level "
                    "overwrite() API updating the key). "
                    "With --writer-profile, each writer keeps the commands its profile supports.")
 @click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)

@@ -55,12 +55,16 @@ _ID_RE = re.compile(r"\b(snapshot|Snapshot|ancestor|ancestor of|snapshot id|Cann
 
 
 _PARTITION_SET_RE = re.compile(r"(matching partitions \[)([^\]]*)(\])")
+# a manifest's path (RewriteManifests' "Deleted manifest %s could not be found ..."): the model's
+# and Java's manifest names differ by construction; which manifest is named is not compared
+_MANIFEST_RE = re.compile(r"(Deleted manifest )\S+\.avro\b")
 
 
 def _normalize_key(key: str) -> str:
     """Snapshot ids become ``<id>``; a replaced-partitions list is compared as a set (Java prints
     its PartitionSet in hash order, which carries no meaning)."""
     key = _ID_RE.sub(r"\1 <id>", key.strip())
+    key = _MANIFEST_RE.sub(r"\1<manifest>", key)
     return _PARTITION_SET_RE.sub(
         lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))) + m.group(3), key)
 
@@ -69,6 +73,7 @@ def split_message(message: str | None) -> tuple[str | None, str | None]:
     """(key, detail): the text before the first ':' outside double/single quotes, and the rest."""
     if message is None:
         return None, None
+    message = _MANIFEST_RE.sub(r"\1<manifest>", message)   # a path may hold a ':' (file:/...)
     quote = None
     for i, ch in enumerate(message):
         if quote:

@@ -292,6 +292,14 @@ def scenario_docs(draw) -> dict:
                     del step[k]
                 step.update({"op": "transaction", "operations": [first, second]})
 
+    # Spark's rewrite_manifests action (models/rewrite_manifests.py) racing the others: writer
+    # w9 plans it somewhere and commits it later, drawn last
+    if draw(st.integers(0, 2)) == 0:
+        b = draw(st.integers(1, len(steps)))
+        c = draw(st.integers(b + 1, len(steps) + 1))
+        steps.insert(b, {"begin": "w9", "op": "rewrite_manifests"})
+        steps.insert(c, {"commit": "w9"})
+
     # an append that adds again a path the set-up append already put in the table (Java
     # checks no path against the table: it is listed twice), drawn last
     if draw(st.integers(0, 3)) == 0:

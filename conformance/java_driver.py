@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -31,7 +32,7 @@ from ..models.files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, Del
 from ..models.operations import (APPEND, CREATE_BRANCH, CREATE_TAG, DELETE_FILES,
                                  EXPIRE_SNAPSHOTS, FAST_APPEND, FAST_FORWARD, KIND_ALIASES,
                                  OVERWRITE, REF_KINDS, REPLACE_PARTITIONS, REWRITE, ROW_DELTA,
-                                 UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION,
+                                 UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION, REWRITE_MANIFESTS,
                                  Operation)
 from ..models.table import TableConfig
 from .java_gateway import get_gateway
@@ -729,6 +730,8 @@ class JavaWriter:
             n = op.pick
             target = t.snapshot_order[n - 1] if 1 <= n <= len(t.snapshot_order) else -1
             return jtable.manageSnapshots().cherrypick(target)
+        elif kind == REWRITE_MANIFESTS:
+            return self._rewrite_manifests(jtable)
         elif kind == TRANSACTION:
             # table.newTransaction(); each operation built on the transaction and committed
             # into it now (a ValidationException here is the writer's outcome, reported by
@@ -782,6 +785,46 @@ class JavaWriter:
                 u.validateDataFilesExist(paths)
         return u
 
+    def _rewrite_manifests(self, jtable):
+        """RewriteManifestsSparkAction's plan and commit without Spark (Iceberg 1.10.2,
+        doExecute / rewriteManifests(content) / replaceManifests): for data manifests and then
+        delete manifests of the current snapshot, two or more are rewritten into one new
+        manifest of their live files as EXISTING entries (sequence numbers kept), committed as
+        rewriteManifests().deleteManifest(..).addManifest(..). The manifests are written now
+        (at begin), as the action writes them before it commits."""
+        t = self.table
+        ice = t._ice
+        u = jtable.rewriteManifests()
+        snap = jtable.currentSnapshot()
+        if snap is None:
+            return u
+        io = jtable.io()
+        fv = jtable.operations().current().formatVersion()
+        spec = jtable.spec()
+        for n, content in enumerate(("data", "deletes")):
+            manifests = list(snap.dataManifests(io) if content == "data"
+                             else snap.deleteManifests(io))
+            if len(manifests) < 2:
+                continue
+            out = io.newOutputFile(f"{jtable.location()}/metadata/icecheck-rm-"
+                                   f"{self.name}-{uuid.uuid4().hex}-{n}.avro")
+            writer = (ice.ManifestFiles.write(fv, spec, out, None) if content == "data"
+                      else ice.ManifestFiles.writeDeleteManifest(fv, spec, out, None))
+            for m in manifests:
+                reader = (ice.ManifestFiles.read(m, io) if content == "data"
+                          else ice.ManifestFiles.readDeleteManifest(m, io, jtable.specs()))
+                it = reader.iterator()
+                while it.hasNext():
+                    f = it.next().copy()
+                    writer.existing(f, m.snapshotId(), f.dataSequenceNumber(),
+                                    f.fileSequenceNumber())
+                reader.close()
+            writer.close()
+            for m in manifests:
+                u.deleteManifest(m)
+            u.addManifest(writer.toManifestFile())
+        return u
+
     def _check_expressible(self, kind: str, op: Operation) -> None:
         v = op.validations
         problems = []
@@ -815,6 +858,7 @@ class JavaWriter:
             REPLACE_PARTITIONS: {"add_data"},
             EXPIRE_SNAPSHOTS: set(), UPGRADE_FORMAT: set(), CHERRY_PICK: set(),
             TRANSACTION: {"add_data", "add_deletes"},
+            REWRITE_MANIFESTS: set(),
             CREATE_BRANCH: set(), CREATE_TAG: set(), FAST_FORWARD: set(),
         }.get(kind)
         if allowed is None:

@@ -50,7 +50,8 @@ from icecheck.models import operations as mops
 from icecheck.models import system as sm
 from icecheck.models.commands_spec import (COMPACT, COMPACT_OPTIONS, DELETE, EXPIRE, INSERT, MERGE, MERGE_INSERT,
                                            OVERWRITE, OVERWRITE_PARTITIONS,
-                                           REWRITE_POSITION_DELETES, UPDATE, Command)
+                                           REWRITE_MANIFESTS, REWRITE_POSITION_DELETES, UPDATE,
+                                           Command)
 from icecheck.models.filters import And, Cmp, FalseExpr, In, IsNull, Not, Or, TrueExpr
 from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
@@ -266,6 +267,12 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         catalog, _, ident = name.partition(".")
         return [f"CALL {catalog}.system.rewrite_position_delete_files(table => '{ident}', "
                 f"options => map('rewrite-all', 'true'))"]
+    if intent.kind == REWRITE_MANIFESTS:
+        if gate:
+            raise NotExpressible("rewrite_manifests cannot be paused between its planning and "
+                                 "its commit")
+        catalog, _, ident = name.partition(".")
+        return [f"CALL {catalog}.system.rewrite_manifests(table => '{ident}')"]
     if intent.kind == COMPACT:
         if gate:
             raise NotExpressible("rewrite_data_files cannot be paused between its planning and "
@@ -569,7 +576,7 @@ def _run_statements(session, sqls: list[str], log: list[str]) -> tuple[str, str 
 
 # procedures that commit nothing when they find nothing to do (the model's ``noop``): the
 # Spark target runs them anyway, so "nothing to do" is checked on Spark too
-_PROCEDURES = (COMPACT, REWRITE_POSITION_DELETES)
+_PROCEDURES = (COMPACT, REWRITE_POSITION_DELETES, REWRITE_MANIFESTS)
 
 
 def _with_procedure_noops(mrun: "_ModelRun") -> list:

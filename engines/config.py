@@ -26,7 +26,7 @@ from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
-             "cdc_delete", "expire", "rewrite_deletes", "overwrite_files")
+             "cdc_delete", "expire", "rewrite_deletes", "overwrite_files", "rewrite_manifests")
 
 
 @dataclass(frozen=True)
@@ -287,6 +287,9 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                 elif kind == "rewrite_deletes":
                     # Spark's rewrite_position_delete_files (rewrite-all)
                     alts.append({"sql": "REWRITE_POSITION_DELETES"})
+                elif kind == "rewrite_manifests":
+                    # Spark's rewrite_manifests procedure
+                    alts.append({"sql": "REWRITE_MANIFESTS"})
                 elif kind == "expire":
                     # Spark's expire_snapshots procedure keeping only the current snapshot
                     alts.append({"sql": "EXPIRE", "retain_last": 1})

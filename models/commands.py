@@ -36,7 +36,8 @@ from typing import Any
 from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
                             MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS,
-                            REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE, OVERWRITE_FILES,
+                            REWRITE_MANIFESTS, REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE,
+                            OVERWRITE_FILES,
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, IsNull, TrueExpr, eval_row, might_match_file,
@@ -45,6 +46,7 @@ from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
 from .reads import RowVersion, live_data_entries, live_delete_entries, read_rows
+from .rewrite_manifests import plan_rewrite as plan_rewrite_manifests
 from .system import NothingToDo, StepError  # noqa: F401 (NothingToDo: planners raise it)
 from .table import TableConfig
 
@@ -169,6 +171,14 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         return _plan_equality_upsert(cmd, rule, profile, table, names)
     if cmd.kind == REWRITE_POSITION_DELETES:
         return _plan_rewrite_position_deletes(rule, profile, table, store, snapshot, names)
+    if cmd.kind == REWRITE_MANIFESTS:
+        if rule.operation != ops.REWRITE_MANIFESTS:
+            raise PlanError(f"REWRITE_MANIFESTS is a rewrite_manifests operation, not "
+                            f"{rule.operation}")
+        groups = plan_rewrite_manifests(store, snapshot)
+        if not groups:
+            raise NothingToDo("rewrite_manifests finds no manifests to rewrite")
+        return Operation(ops.REWRITE_MANIFESTS, manifest_rewrite=groups)
     if cmd.kind == EXPIRE:
         # reads nothing: which snapshots go is decided on the metadata the commit applies to
         if rule.operation != ops.EXPIRE_SNAPSHOTS:

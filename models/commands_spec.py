@@ -25,12 +25,16 @@ EXPIRE = "EXPIRE"
 # 'true'))``: per partition, the live position delete files rewritten into one, keeping only the
 # positions of live data files; see models/commands.py _plan_rewrite_position_deletes
 REWRITE_POSITION_DELETES = "REWRITE_POSITION_DELETES"
+# Spark's ``CALL system.rewrite_manifests(table)``: every data manifest (and every delete
+# manifest) of the current snapshot rewritten into one when there are two or more, committed as
+# RewriteManifests; see models/rewrite_manifests.py
+REWRITE_MANIFESTS = "REWRITE_MANIFESTS"
 # A script swapping data files with a file-level API (PyIceberg's UpdateSnapshot.overwrite():
 # delete_data_file + append_data_file): the files holding rows that match ``where`` at its base
 # are replaced by copies whose matching rows are updated by ``set`` (or dropped without one)
 OVERWRITE_FILES = "OVERWRITE_FILES"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
-            UPSERT, EXPIRE, REWRITE_POSITION_DELETES, OVERWRITE_FILES)
+            UPSERT, EXPIRE, REWRITE_POSITION_DELETES, OVERWRITE_FILES, REWRITE_MANIFESTS)
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 # How an UPSERT is written (its rule's mode): an equality delete per key plus the row, position
 # deletes for keys written twice in one checkpoint (Flink's BaseEqualityDeltaWriter); see
@@ -87,6 +91,7 @@ COMMAND_KEYS = {
     UPSERT: {"on", "rows", "deletes"},
     EXPIRE: {"retain_last"},
     REWRITE_POSITION_DELETES: set(),
+    REWRITE_MANIFESTS: set(),
     OVERWRITE_FILES: {"where", "set"},
 }
 
@@ -136,6 +141,8 @@ class Command:
             return f"overwrite files WHERE {self.where_text} ({what}; file-level API)"
         if self.kind == REWRITE_POSITION_DELETES:
             return "REWRITE POSITION DELETE FILES (rewrite_position_delete_files)"
+        if self.kind == REWRITE_MANIFESTS:
+            return "REWRITE MANIFESTS (rewrite_manifests)"
         if self.kind == EXPIRE:
             return f"EXPIRE SNAPSHOTS (retain_last {dict(self.options).get('retain_last', 1)})"
         if self.kind == COMPACT:

@@ -30,6 +30,9 @@ METADATA_KINDS = (EXPIRE_SNAPSHOTS, UPGRADE_FORMAT)
 # table.newTransaction() ... commitTransaction() (BaseTransaction, SIMPLE): several snapshot
 # producers applied one after another, committed with one metadata swap (models/transaction.py)
 TRANSACTION = "transaction"
+# table.rewriteManifests() with deleteManifest/addManifest, as Spark's rewrite_manifests
+# procedure commits it (models/rewrite_manifests.py)
+REWRITE_MANIFESTS = "rewrite_manifests"
 # ManageSnapshots (table.manageSnapshots()): ref updates, models/refs.py
 CREATE_BRANCH = "create_branch"            # .createBranch(name, snapshotId)
 CREATE_TAG = "create_tag"                  # .createTag(name, snapshotId)
@@ -37,7 +40,7 @@ FAST_FORWARD = "fast_forward"              # .fastForwardBranch(from, to)
 REF_KINDS = (CREATE_BRANCH, CREATE_TAG, FAST_FORWARD)
 
 KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
-         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION) + REF_KINDS
+         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION, REWRITE_MANIFESTS) + REF_KINDS
 # what a transaction may stage: snapshot producers whose effect is decided by their files
 # (a row filter or ReplacePartitions inside a transaction is not modelled; models/transaction.py)
 TRANSACTION_KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES)
@@ -55,6 +58,7 @@ JAVA_NAMES = {
     UPGRADE_FORMAT: "UpdateProperties (format-version)",
     CHERRY_PICK: "ManageSnapshots.cherrypick",
     TRANSACTION: "Transaction (newTransaction ... commitTransaction)",
+    REWRITE_MANIFESTS: "RewriteManifests",
     CREATE_BRANCH: "ManageSnapshots.createBranch",
     CREATE_TAG: "ManageSnapshots.createTag",
     FAST_FORWARD: "ManageSnapshots.fastForwardBranch",
@@ -150,6 +154,9 @@ class Operation:
     # TRANSACTION: the operations it stages, in order (its own add_data / add_deletes are
     # theirs, concatenated: the files the writer writes before the transaction commits)
     ops: tuple["Operation", ...] = field(default=(), metadata={"digest_omit_default": True})
+    # REWRITE_MANIFESTS: what it rewrites, planned at its start ((content, deleted manifest
+    # paths, the EXISTING entries of the new manifest), ...; models/rewrite_manifests.py)
+    manifest_rewrite: tuple = field(default=(), metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -27,9 +27,10 @@ from . import catalog as cat
 from . import expire as exp
 from . import refs as refs_
 from . import cherrypick as pick_
+from . import rewrite_manifests as rwm_
 from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
-                         TRANSACTION, UPGRADE_FORMAT)
+                         REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
 from .metadata import TableMetadata
 from .files import DV, POSITION_DELETES
 from .operations import Operation
@@ -350,6 +351,15 @@ class Model:
             if isinstance(operation, NothingToDo):
                 scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
                 return self._finish(state, scanned, NOOP, str(operation))
+        if operation.kind == REWRITE_MANIFESTS and not operation.manifest_rewrite:
+            # a raw rewrite_manifests is planned as Spark's action plans it: on the snapshot
+            # it starts from (models/rewrite_manifests.py); nothing to rewrite, no commit
+            groups = rwm_.plan_rewrite(state.store, base.current)
+            if not groups:
+                scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
+                return self._finish(state, scanned, NOOP, "rewrite_manifests finds no manifests "
+                                                          "to rewrite")
+            operation = replace(operation, manifest_rewrite=groups)
         head = base.latest_snapshot(operation.branch)
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
                     base_snapshot_id=head.snapshot_id if head else None, operation=operation,
@@ -455,6 +465,9 @@ class Model:
         op = w.operation
         if op.kind in REF_KINDS:  # checked when built, on this same metadata
             return self._put_writer(state, replace(w, phase=VALIDATED))
+        if op.kind == REWRITE_MANIFESTS:
+            # BaseRewriteManifests.apply validates the deleted manifests: in _write_metadata
+            return self._put_writer(state, replace(w, phase=VALIDATED))
         if op.kind == TRANSACTION:
             # applyUpdates validates each staged operation as it re-applies it, on the
             # refreshed metadata plus the operations before it: done in _write_metadata
@@ -514,6 +527,17 @@ class Model:
         operation = w.operation
         if operation.kind == TRANSACTION:
             return self._write_transaction(state, w, base, path, n)
+        if operation.kind == REWRITE_MANIFESTS:
+            try:
+                meta, objects = rwm_.apply_rewrite(state.store, base, operation.manifest_rewrite,
+                                                   snapshot_id=snapshot_id, writer_name=w.name,
+                                                   metadata_path=path)
+            except ValidationFailed as e:
+                return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                                    e.message, e.check)
+            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id,
+                        metadata_writes=n)
+            return self._put_writer(state, w, store=state.store.put_all(objects))
         if operation.kind == CHERRY_PICK:
             try:
                 how, what = pick_.plan_pick(state.store, base, operation.pick)

@@ -61,6 +61,7 @@ OPS_ALLOWED_KEYS = {
     ops.UPGRADE_FORMAT: {"format_version"},
     ops.CHERRY_PICK: {"snapshot"},
     ops.TRANSACTION: {"operations"},
+    ops.REWRITE_MANIFESTS: set(),
     ops.CREATE_BRANCH: {"name", "snapshot"},
     ops.CREATE_TAG: {"name", "snapshot"},
     ops.FAST_FORWARD: {"name", "to"},
@@ -469,6 +470,12 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
         return _ref_operation(ctx, kind, node)
     if kind == ops.TRANSACTION:
         return _transaction(ctx, table, files, node)
+    if kind == ops.REWRITE_MANIFESTS:
+        for key in ("validate", "branch"):
+            if key in node:
+                raise ctx.fail(f"rewrite_manifests does not take {key!r} (RewriteManifests "
+                               f"validates its deleted manifests only)", node, key)
+        return Operation(kind)
     branch = None
     if "branch" in node:
         if kind not in BRANCH_KINDS:

@@ -154,3 +154,11 @@ def test_compaction_file_selection_on_spark(spark_target):
     c = _scenario(spark_target, "spark-compaction-default-selection-skips-small-partitions.yaml")
     _assert_agrees(c)
     assert c.ops[-1].java_outcome == "committed"
+
+
+def test_rewrite_manifests_on_spark(spark_target):
+    """rewrite_manifests rewrites three data and two delete manifests into one each, then,
+    run again, commits nothing (the model's noop, run on Spark too)."""
+    c = _scenario(spark_target, "spark-rewrite-manifests.yaml")
+    _assert_agrees(c)
+    assert [op.java_outcome for op in c.ops][-2:] == ["committed", "noop"]
