@@ -239,8 +239,10 @@ def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter
     In a rewritten manifest, removed entries become DELETED (this snapshot's id), other live
     entries become EXISTING, and entries DELETED by earlier snapshots are dropped. ``opened``
     says which manifests the filter reads at all (None: every one). Returns the manifests, the
-    removed paths, and how many entries were removed (a path the table lists twice counts
-    twice in the snapshot summary, as Java counts each deleted entry).
+    removed paths, and the count the snapshot summary gives: per rewritten manifest, its removed
+    paths once each (filterManifestWithDeletedFiles keeps a per-manifest set and counts a
+    duplicate path in the same manifest only as ``duplicateDeleteCount``), so a path the table
+    lists in two manifests counts twice.
     """
     out: list[Manifest] = []
     removed: set[str] = set()
@@ -254,12 +256,15 @@ def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter
             out.append(m)
             continue
         entries = []
+        here: set[str] = set()
         for e in m.entries:
             if not e.is_live:
                 continue
             if doomed(e):
+                if e.file.path not in here:
+                    here.add(e.file.path)
+                    count += 1
                 removed.add(e.file.path)
-                count += 1
                 entries.append(replace(e, status=DELETED, snapshot_id=writer.snapshot_id))
             else:
                 entries.append(replace(e, status=EXISTING))
