@@ -648,6 +648,11 @@ class JavaWriter:
     # -- building the Java operation
 
     def _build(self, jtable, op: Operation):
+        if op.groups:
+            # rewrite_data_files with partial progress: each commit built now, made one after
+            # another at the commit step (RewriteDataFilesCommitManager per batch)
+            return _StagedGroups([self._build(jtable, g) for g in op.groups],
+                                 op.max_failed_groups)
         t = self.table
         kind = KIND_ALIASES.get(op.kind, op.kind)
         v = op.validations
@@ -871,6 +876,27 @@ class JavaWriter:
                 problems.append(f"{kind} takes no row filter in Java")
         if problems:
             raise JavaDriverError(f"writer {self.name}: " + "; ".join(problems))
+
+
+class _StagedGroups:
+    """Several commits of one command (partial progress): each is committed in turn, a failed
+    one skipped (commitOrClean logs it); more than ``max_failed`` failures re-raise the first
+    Java exception, as doExecuteWithPartialProgress then throws."""
+
+    def __init__(self, updates: list, max_failed: int):
+        self.updates = updates
+        self.max_failed = max_failed
+
+    def commit(self) -> None:
+        from py4j.protocol import Py4JJavaError
+        failures = []
+        for u in self.updates:
+            try:
+                u.commit()
+            except Py4JJavaError as e:
+                failures.append(e)
+        if len(failures) > self.max_failed:
+            raise failures[0]
 
 
 class _StagedTransaction:

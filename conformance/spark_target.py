@@ -281,7 +281,7 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         # every option the model follows, explicitly (the model's COMPACT defaults to
         # rewrite-all, Spark's procedure does not); the where clause as a Spark SQL string
         opts = ", ".join(f"'{k}', '{_option_str(intent.option(k))}'"
-                         for k in sorted(COMPACT_OPTIONS))
+                         for k in sorted(COMPACT_OPTIONS) if intent.option(k) is not None)
         where = ""
         if intent.where is not None:
             where = ", where => '" + sql_filter(intent.where).replace("'", "\\'") + "'"

@@ -440,9 +440,27 @@ def _plan_compaction(cmd, rule, profile, table, rows, live, names, store, snapsh
         # since the start would no longer apply to them: validateNoNewDeletesForDataFiles
         # then fails on it too (RewriteDataFilesCommitManager.java:85-89, 1.10.2)
         v = replace(v, starting_sequence_number=False)
-    return Operation(ops.REWRITE, add_data=_group_files(table, kept, names),
-                     delete_data=tuple(sorted(targets, key=lambda f: f.path)),
-                     validations=v)
+    added = _group_files(table, kept, names)
+    replaced = tuple(sorted(targets, key=lambda f: f.path))
+    if not cmd.option("partial-progress.enabled"):
+        return Operation(ops.REWRITE, add_data=added, delete_data=replaced, validations=v)
+    # doExecuteWithPartialProgress: one file group per partition, committed in batches of
+    # ceil(groups / max-commits) groups, each batch its own RewriteFiles (in partition order
+    # here; Spark commits batches as their rewrites finish)
+    max_commits = cmd.option("partial-progress.max-commits")
+    parts = sorted({f.partition for f in replaced}, key=repr)
+    per_commit = -(-len(parts) // max_commits)
+    groups = []
+    for i in range(0, len(parts), per_commit):
+        batch = set(parts[i:i + per_commit])
+        groups.append(Operation(ops.REWRITE,
+                                add_data=tuple(f for f in added if f.partition in batch),
+                                delete_data=tuple(f for f in replaced if f.partition in batch),
+                                validations=v))
+    max_failed = cmd.option("partial-progress.max-failed-commits")
+    return Operation(ops.REWRITE, add_data=added, delete_data=replaced, validations=v,
+                     groups=tuple(groups),
+                     max_failed_groups=max_commits if max_failed is None else max_failed)
 
 
 def _binpack_selection(cmd, targets: list, store, snapshot) -> list:

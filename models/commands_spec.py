@@ -59,7 +59,16 @@ EQUALITY_UPSERT = "equality-upsert"
 # rewrite-all skips both filters. The model's default for COMPACT is rewrite-all: true (every
 # file its ``where`` might match, one output file per partition), which Spark's procedure does
 # only when asked: ``options: {rewrite-all: false}`` follows Spark's default selection.
+#
+# Partial progress (RewriteDataFilesSparkAction.doExecuteWithPartialProgress, 1.10.2):
+# partial-progress.enabled commits the file groups (here one per partition) in
+# ceil(groups / partial-progress.max-commits) -sized batches, each its own RewriteFiles validated
+# from the starting snapshot; a failed commit is logged and skipped, and the procedure fails
+# only when more than partial-progress.max-failed-commits (default: max-commits) failed.
 COMPACT_OPTIONS = {"use-starting-sequence-number": (bool, True),
+                   "partial-progress.enabled": (bool, False),
+                   "partial-progress.max-commits": (int, 10),
+                   "partial-progress.max-failed-commits": (int, None),
                    "rewrite-all": (bool, True),
                    "min-input-files": (int, 5),
                    "delete-file-threshold": (int, 2 ** 31 - 1),
@@ -69,6 +78,11 @@ COMPACT_OPTIONS = {"use-starting-sequence-number": (bool, True),
 def compact_option_error(name: str, value) -> str | None:
     """Java's precondition message for an option value out of range (SizeBasedFileRewritePlanner
     / BinPackRewriteFilePlanner.init), or None."""
+    if name == "partial-progress.max-commits" and value <= 0:
+        # RewriteDataFilesSparkAction.validateAndInitOptions (checked with partial progress on;
+        # the model refuses it either way)
+        return (f"Cannot set {name} to {value}, the value must be positive when "
+                f"partial-progress.enabled is true")
     if name == "min-input-files" and value <= 0:
         return f"'{name}' is set to {value} but must be > 0"
     if name == "delete-file-threshold" and value < 0:

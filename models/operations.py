@@ -157,6 +157,11 @@ class Operation:
     # REWRITE_MANIFESTS: what it rewrites, planned at its start ((content, deleted manifest
     # paths, the EXISTING entries of the new manifest), ...; models/rewrite_manifests.py)
     manifest_rewrite: tuple = field(default=(), metadata={"digest_omit_default": True})
+    # Spark's rewrite_data_files with partial progress: the commits it makes one after another,
+    # each a RewriteFiles of some file groups (this operation holds all of their files), and how
+    # many of them may fail before the procedure fails (Model: WriterState.groups_left)
+    groups: tuple["Operation", ...] = field(default=(), metadata={"digest_omit_default": True})
+    max_failed_groups: int | None = field(default=None, metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -140,6 +140,14 @@ class WriterState:
     # and manifests the operation's attempts wrote (what Java's cleanAll deletes)
     phantom_id: int | None = field(default=None, metadata={"digest_omit_default": True})
     written: tuple[str, ...] = field(default=(), metadata={"digest_omit_default": True})
+    # a command committed in several commits (rewrite_data_files with partial progress): the
+    # whole operation, the commits still to make after the current one (``operation``), and the
+    # (snapshot id, sequence number) of those committed and the (outcome, message, check) of
+    # those that failed so far
+    whole: Operation | None = field(default=None, metadata={"digest_omit_default": True})
+    groups_left: tuple = field(default=(), metadata={"digest_omit_default": True})
+    group_ids: tuple = field(default=(), metadata={"digest_omit_default": True})
+    group_failures: tuple = field(default=(), metadata={"digest_omit_default": True})
 
     @property
     def active(self) -> bool:
@@ -292,7 +300,7 @@ class Model:
         if w.phase == PREPARED and self.config.faults:
             out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
         if w.phase == PREPARED and self.config.phantom_failures and \
-                w.operation.kind != TRANSACTION:
+                w.operation.kind != TRANSACTION and w.whole is None:
             # not explored on a transaction: Java's rollback path for re-applied staged
             # updates is not modelled (models/transaction.py)
             out.append(Action(w.name, CAS_APPLIED_FAILED))
@@ -329,6 +337,20 @@ class Model:
     def _finish(self, state: State, w: WriterState, outcome: str, message: str | None,
                 check: str | None = None, *, snapshot_id=None, seq=None, applied=False,
                 store=None, catalog=None, snapshot_ids=()) -> State:
+        if w.whole is not None and outcome in (COMMITTED, VALIDATION_FAILED, COMMIT_FAILED):
+            # one commit of a command that commits in several (partial progress): a failed
+            # one is logged and skipped (RewriteDataFilesCommitManager.commitOrClean)
+            ids = w.group_ids + (((snapshot_id, seq),) if outcome == COMMITTED else ())
+            fails = w.group_failures + (() if outcome == COMMITTED else
+                                        ((outcome, message, check),))
+            if w.groups_left:
+                nxt = replace(w, operation=w.groups_left[0], groups_left=w.groups_left[1:],
+                              group_ids=ids, group_failures=fails, phase=WRITTEN, attempt=0,
+                              refreshed_path=None, pending_path=None, pending_snapshot_id=None)
+                return self._put_writer(state, nxt, store, catalog)
+            return self._finish_groups(state, w, ids, fails, store, catalog)
+        if w.whole is not None:
+            w = replace(w, operation=w.whole)
         record = OpRecord(w.op_index, w.intent, w.operation, outcome, message, check,
                           w.base_snapshot_id, snapshot_id, seq, w.attempt + 1, applied,
                           snapshot_ids)
@@ -336,8 +358,38 @@ class Model:
         done = replace(w, phase=IDLE if more else DONE, op_index=w.op_index + 1, intent=None,
                        base_path=None, base_snapshot_id=None, operation=None, refreshed_path=None,
                        pending_path=None, pending_snapshot_id=None, attempt=0,
-                       history=w.history + (record,), phantom_id=None, written=())
+                       history=w.history + (record,), phantom_id=None, written=(), whole=None,
+                       groups_left=(), group_ids=(), group_failures=())
         return self._put_writer(state, done, store, catalog)
+
+    def _finish_groups(self, state: State, w: WriterState, ids: tuple, fails: tuple, store,
+                       catalog) -> State:
+        """The end of a command committed in several commits (doExecuteWithPartialProgress):
+        it succeeds unless more than ``max_failed_groups`` of its commits failed, when Spark
+        throws "partial-progress.enabled is true but N rewrite commits failed. This is more
+        than the maximum allowed failures of M. ..." (reported with the first failure's
+        outcome and check)."""
+        whole = w.whole
+        total = len(whole.groups)
+        w = replace(w, operation=whole, whole=None, groups_left=(), group_ids=(),
+                    group_failures=())
+        last_id, last_seq = ids[-1] if ids else (None, None)
+        all_ids = tuple(i for i, _ in ids)
+        if len(fails) > whole.max_failed_groups:
+            outcome, first, check = fails[0]
+            message = (f"partial-progress.enabled is true but {len(fails)} rewrite commits "
+                       f"failed. This is more than the maximum allowed failures of "
+                       f"{whole.max_failed_groups}. ({first})")
+            return self._finish(state, w, outcome, message, check, snapshot_id=last_id,
+                                seq=last_seq, applied=bool(ids), store=store, catalog=catalog,
+                                snapshot_ids=all_ids)
+        message = None
+        if fails:
+            message = (f"partial progress: {len(fails)} of {total} rewrite commits failed: "
+                       f"{fails[0][1]}")
+        return self._finish(state, w, COMMITTED, message, None, snapshot_id=last_id,
+                            seq=last_seq, applied=bool(ids), store=store, catalog=catalog,
+                            snapshot_ids=all_ids)
 
     def _begin(self, state: State, w: WriterState, a: Action) -> State:
         intent = self.programs[w.name].entries[w.op_index][a.choice]
@@ -364,6 +416,10 @@ class Model:
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
                     base_snapshot_id=head.snapshot_id if head else None, operation=operation,
                     attempt=0)
+        if operation.groups:
+            # committed group by group (partial progress); the writer writes every file first
+            w = replace(w, operation=operation.groups[0], groups_left=operation.groups[1:],
+                        whole=operation)
         try:
             # the ref preconditions Java checks while the operation is built (models/refs.py)
             refs_.check_target_branch(base, operation.branch)
@@ -404,7 +460,7 @@ class Model:
         return result
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
-        op = w.operation
+        op = w.whole or w.operation
         if state.store.deleted and not isinstance(w.intent, Operation):
             # An engine reads the data files it rewrites, or whose rows its position deletes
             # target, while its tasks run: after planning, before the commit. One that expiry

@@ -18,6 +18,7 @@ from typing import Any
 from icecheck.models.commands_spec import Command
 from icecheck.models.metadata import Snapshot, TableMetadata
 from icecheck.models.reads import live_data_entries, live_delete_entries, read_rows
+from icecheck.models.operations import TRANSACTION
 from icecheck.models.system import COMMITTED, Model, OpRecord, State
 
 SETUP = "setup"
@@ -170,9 +171,10 @@ def build_history(model: Model, state: State) -> History:
             ops.append(op)
             if r.snapshot_id is not None and r.applied:
                 by_snapshot.setdefault(r.snapshot_id, op)
-                for sid in r.snapshot_ids[:-1]:   # a transaction's earlier snapshots
-                    by_snapshot.setdefault(sid, op)
-                    inner.add(sid)
+                for sid in r.snapshot_ids[:-1]:   # a transaction's (or a partial-progress
+                    by_snapshot.setdefault(sid, op)  # compaction's) earlier snapshots
+                    if r.operation is not None and r.operation.kind == TRANSACTION:
+                        inner.add(sid)
     setup_ops = model.config.setup
     lineage_ops: list[Op | None] = []
     for pos, snap in enumerate(lineage):

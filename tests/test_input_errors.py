@@ -37,8 +37,8 @@ CASES = {
                           "Invalid REPLACE operation: 2 added records > 1 replaced records"),
     "compact-option-not-modelled": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
                                     + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
-                                    "      options:\n        partial-progress.enabled: true\n",
-                                    13, "unknown rewrite_data_files option 'partial-progress.enabled'"),
+                                    "      options:\n        remove-dangling-deletes: true\n",
+                                    13, "unknown rewrite_data_files option 'remove-dangling-deletes'"),
     "compact-option-type": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
                             + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
                             "      options: {use-starting-sequence-number: 'no'}\n",

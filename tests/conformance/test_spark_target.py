@@ -162,3 +162,10 @@ def test_rewrite_manifests_on_spark(spark_target):
     c = _scenario(spark_target, "spark-rewrite-manifests.yaml")
     _assert_agrees(c)
     assert [op.java_outcome for op in c.ops][-2:] == ["committed", "noop"]
+
+
+def test_compaction_partial_progress_on_spark(spark_target):
+    """rewrite_data_files with partial progress runs on Spark (unpaused) and agrees."""
+    c = _scenario(spark_target, "spark-compaction-partial-progress-unpaused.yaml")
+    _assert_agrees(c)
+    assert [op.java_outcome for op in c.ops][-2:] == ["committed", "committed"]
