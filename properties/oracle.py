@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 from icecheck.models import operations as ops
 from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_FILES, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                                           Command)
+                                           OVERWRITE_FILES, OVERWRITE_PARTITIONS,
+                                           REWRITE_MANIFESTS, UPDATE, UPSERT, Command)
 from icecheck.models.files import EQUALITY_DELETES
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
 
@@ -156,7 +156,7 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
     schema = table.schema
     if isinstance(intent, Command):
         kind = intent.kind
-        if kind == COMPACT:
+        if kind in (COMPACT, REWRITE_MANIFESTS):
             eff.logical_noop = True
             return eff
         if kind == INSERT:
@@ -255,7 +255,7 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         snap = h.snapshot(op.snapshot_id)
         files = added_data_files(h.store, snap) if snap is not None else ()
         operation = ops.Operation(ops.APPEND, add_data=files)
-    if operation.kind == ops.REWRITE:
+    if operation.kind in (ops.REWRITE, ops.REWRITE_MANIFESTS):
         eff.logical_noop = True
         return eff
     base_rows = h.rows(op.base_snapshot_id)
