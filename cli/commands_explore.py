@@ -127,7 +127,7 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
                    "The result is the one an uninterrupted run gives.")
 @click.option("--checkpoint-every", type=click.IntRange(1), default=None, metavar="N",
               help="With --checkpoint: write one at the first level boundary after every N new "
-                   "states (a count, so the same run writes the same checkpoints).  "
+                   "states (a count: the same points on a fast or a busy machine).  "
                    "[default: 100000]")
 @click.option("--no-symmetry", is_flag=True, help="bfs/dfs: no writer-symmetry reduction.")
 @click.option("--no-por", is_flag=True, help="bfs/dfs: no partial-order reduction.")

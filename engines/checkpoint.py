@@ -29,9 +29,9 @@ Files in DIR (one checkpoint per folder):
   mid-write) are ignored and overwritten; a digest that does not match is a corrupt checkpoint.
 
 Checkpoints are written at level boundaries, when at least ``every`` states were added since
-the previous one (a count, never a clock: the same run writes the same checkpoints), and when
-the search stops early (Ctrl-C, ``--time-budget``, ``--max-states``, ``--max-memory``,
-``--property`` found) or completes. A level is never split: an early stop writes the checkpoint
+the previous one (a count, never a clock: a run checkpoints at the same points on any
+machine), and when the search stops early (Ctrl-C, ``--time-budget``, ``--max-states``,
+``--max-memory``, ``--property`` found) or completes. A level is never split: an early stop writes the checkpoint
 of the start of the level it was expanding, so at most one level is redone.
 
 The memory bound is measured, not estimated: the resident set size of the search's processes
@@ -489,6 +489,9 @@ def _write_bytes(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)         # as any file it writes, not mkstemp's 0600
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -97,7 +97,9 @@ def test_memory_bound_stops_cleanly_and_resumes(full, tmp_path, monkeypatch):
     res = search(CFG, engine="bfs", workers=1,
                  checkpoint=Checkpointer(str(tmp_path), resume=True))
     assert signature(res) == signature(full)
-    # DFS honours the bound too; a generous bound changes nothing
+    # the workers' memory counts too; DFS honours the bound; a generous one changes nothing
+    two = search(CFG, engine="bfs", workers=2, bounds=Bounds(max_memory_mb=1), traces=False)
+    assert two.stopped == "memory bound"
     d = search(CFG, engine="dfs", bounds=Bounds(max_memory_mb=1), traces=False)
     assert d.stopped == "memory bound"
     big = search(CFG, engine="bfs", workers=1, bounds=Bounds(max_memory_mb=10**6))
