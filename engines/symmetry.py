@@ -230,6 +230,20 @@ class Fingerprinter:
         got = cache[p.index] = self._encode(obj, p)
         return got
 
+    def content(self, obj: Any) -> bytes:
+        """A content key of a model value (``properties.EvalMemo``): its identity-permutation
+        encoding's digest, cached on dataclass objects (equal content, equal key)."""
+        d = getattr(obj, "__dict__", None)
+        if d is not None:
+            cache = d.get(_CACHE_ATTR)
+            if cache is not None and len(cache) == self.nperms:
+                return cache[0]
+            if is_dataclass(obj):
+                return self.obj_digest(obj, self._identity)
+        out: list = []
+        self._enc(obj, self._identity, out)
+        return _h(b"".join(out))
+
     def _encode(self, obj: Any, p: Perm) -> bytes:
         d = obj.__dict__
         out = [type(obj).__name__.encode(), b"("]

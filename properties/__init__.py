@@ -18,12 +18,12 @@ from icecheck.models.system import Model, State
 
 from . import (consistent, dangling, duplicates, integrity, isolation, lost_write, reachability,
                readable, undelete)
-from .analysis import analyze
+from .analysis import EvalMemo, analyze
 from .expectations import Expectation, expectation, split_expected
 from .reachability import EVENTS, SITUATIONS
 from .violation import FINDING, PROPERTIES, VIOLATION, Violation
 
-__all__ = ["Violation", "PROPERTIES", "evaluate", "reached", "dependency_graph", "Expectation",
+__all__ = ["EvalMemo", "Violation", "PROPERTIES", "evaluate", "reached", "dependency_graph", "Expectation",
            "expectation", "split_expected", "EVENTS", "SITUATIONS", "VIOLATION", "FINDING"]
 
 _CHECKS = (
@@ -38,19 +38,21 @@ _CHECKS = (
 )
 
 
-def evaluate(model: Model, state: State, key: str = "id") -> list[Violation]:
+def evaluate(model: Model, state: State, key: str = "id",
+             memo: EvalMemo | None = None) -> list[Violation]:
     """Every property violation (and finding) of the state's committed history, in the order of
-    PROPERTIES, then by first occurrence."""
-    a = analyze(model, state, key)
+    PROPERTIES, then by first occurrence. ``memo``: shared pure pieces (``EvalMemo``)."""
+    a = analyze(model, state, key, memo)
     out: list[Violation] = []
     for _, check in _CHECKS:
         out.extend(check(a))
     return out
 
 
-def reached(model: Model, state: State, key: str = "id") -> set[str]:
+def reached(model: Model, state: State, key: str = "id",
+            memo: EvalMemo | None = None) -> set[str]:
     """The "sometimes" events this state shows (see ``EVENTS``)."""
-    return reachability.reached(analyze(model, state, key))
+    return reachability.reached(analyze(model, state, key, memo))
 
 
 def dependency_graph(model: Model, state: State, key: str = "id") -> nx.MultiDiGraph:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Hashable
 
 from icecheck.models.system import Model, State
 
@@ -17,21 +17,30 @@ class Analysis:
     history: History
     oracle: Oracle
     key: str
+    _deps: Any = None
     _graph: Any = None
     _cycles: Any = None
 
     @property
+    def deps(self):
+        """The dependency graph as the checks read it (``isolation.DepGraph``)."""
+        if self._deps is None:
+            from .isolation import build_deps
+            self._deps = build_deps(self.history, self.oracle)
+        return self._deps
+
+    @property
     def graph(self):
+        """The dependency graph as a networkx MultiDiGraph (for users and reports)."""
         if self._graph is None:
-            from .isolation import build_graph
-            self._graph = build_graph(self.history, self.oracle)
+            self._graph = self.deps.to_networkx()
         return self._graph
 
     @property
     def cycles(self):
         if self._cycles is None:
             from .isolation import find_cycles
-            self._cycles = find_cycles(self.graph)
+            self._cycles = find_cycles(self.deps)
         return self._cycles
 
     def seq(self, position: int) -> int:
@@ -83,14 +92,30 @@ class Analysis:
         return self.oracle.keyfn.text(k)
 
 
+class EvalMemo:
+    """Pure pieces of evaluations shared between the evaluations of one model (issue 13: the
+    exhaustive checker evaluates thousands of histories that read the same snapshots and
+    repeat the same operations): a snapshot's rows and live files (``History.rows``,
+    ``History.live_files``), keyed by *content*, through ``content``:
+    a function of an immutable model object (a frozen dataclass) to a key that is equal for
+    equal objects and different for different ones (the checker passes its fingerprinter's
+    digest, cached on each object). Entries only ever depend on their key, so the memo changes
+    no verdict (tests/test_state_counts.py)."""
+
+    def __init__(self, content: Callable[[Any], Hashable]):
+        self.content = content
+        self.rows: dict = {}
+        self.effects: dict = {}
+
+
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity
 
 
-def analyze(model: Model, state: State, key: str = "id") -> Analysis:
+def analyze(model: Model, state: State, key: str = "id", memo: EvalMemo | None = None) -> Analysis:
     for m, s, k, a in _CACHE:
         if m is model and s is state and k == key:
             return a
-    h = build_history(model, state)
+    h = build_history(model, state, memo)
     kf = KeyFn(h.columns, key, identity_partition_columns(model.table))
     a = Analysis(h, run_oracle(h, kf), key)
     _CACHE.insert(0, (model, state, key, a))

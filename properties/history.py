@@ -78,8 +78,10 @@ class History:
     # snapshots a transaction produced before its last one: in the history (time travel reads
     # them) but never the table's current version, so the oracle does not judge them
     inner_ids: frozenset = frozenset()
+    memo: Any = None             # an ``analysis.EvalMemo`` shared between evaluations, or None
     _snapshots: dict[int, Snapshot] | None = None
     _rows: dict[Any, list] = field(default_factory=dict)
+    _rows_keys: dict[Any, tuple] = field(default_factory=dict)
 
     @property
     def store(self):
@@ -122,15 +124,51 @@ class History:
         return out
 
     def rows(self, snapshot_id: int | None) -> list:
-        """Visible rows (RowVersion) of a snapshot, deletes applied; [] for the empty table."""
-        if snapshot_id not in self._rows:
+        """Visible rows (RowVersion) of a snapshot, deletes applied; [] for the empty table.
+        With a ``memo``, shared with every evaluation that reads a snapshot of the same
+        manifests (``rows_key``). The list is never modified by its readers."""
+        got = self._rows.get(snapshot_id)
+        if got is None:
             snap = self.snapshot(snapshot_id)
-            self._rows[snapshot_id] = read_rows(self.store, snap, self.columns) if snap else []
-        return self._rows[snapshot_id]
+            if snap is None:
+                got = []
+            elif self.memo is None:
+                got = read_rows(self.store, snap, self.columns)
+            else:
+                key = self.rows_key(snapshot_id)
+                got = self.memo.rows.get(key)
+                if got is None:
+                    got = self.memo.rows[key] = read_rows(self.store, snap, self.columns)
+            self._rows[snapshot_id] = got
+        return got
+
+    def rows_key(self, snapshot_id: int | None) -> tuple:
+        """What ``read_rows`` reads of a snapshot, by content (``memo.content``): its
+        manifest list and manifests (their entries carry the files). () for no snapshot."""
+        got = self._rows_keys.get(snapshot_id)
+        if got is None:
+            snap = self.snapshot(snapshot_id)
+            if snap is None:
+                got = ()
+            else:
+                store, content = self.store, self.memo.content
+                mlist = store[snap.manifest_list]
+                got = (content(mlist),) + tuple(content(store[p]) for p in mlist.manifests)
+            self._rows_keys[snapshot_id] = got
+        return got
 
     def live_files(self, snapshot: Snapshot):
+        """(live data entries, live delete entries) of a snapshot of this history; with a
+        ``memo``, shared like ``rows`` (the lists are never modified by their readers)."""
         store = self.store
-        return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
+        if self.memo is None:
+            return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
+        key = ("live",) + self.rows_key(snapshot.snapshot_id)
+        got = self.memo.rows.get(key)
+        if got is None:
+            got = self.memo.rows[key] = (live_data_entries(store, snapshot),
+                                         live_delete_entries(store, snapshot))
+        return got
 
 
 def _lineage(state: State, meta: TableMetadata) -> list[Snapshot]:
@@ -158,7 +196,7 @@ def _lineage(state: State, meta: TableMetadata) -> list[Snapshot]:
     return out
 
 
-def build_history(model: Model, state: State) -> History:
+def build_history(model: Model, state: State, memo: Any = None) -> History:
     meta = state.metadata
     lineage = _lineage(state, meta)
     ops: list[Op] = []
@@ -191,4 +229,5 @@ def build_history(model: Model, state: State) -> History:
             op.position = pos
             op.sequence_number = snap.sequence_number
         lineage_ops.append(op)
-    return History(model, state, meta, lineage, ops, lineage_ops, by_snapshot, frozenset(inner))
+    return History(model, state, meta, lineage, ops, lineage_ops, by_snapshot, frozenset(inner),
+                   memo)

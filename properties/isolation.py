@@ -58,8 +58,60 @@ def _off_lineage_effect(h, oracle, op):
     return eff
 
 
+class DepGraph:
+    """The dependency graph as the checks read it: nodes with their attributes, edges
+    (a, b, key, attributes) in insertion order, and just the queries ``find_cycles``,
+    ``classify_cycle`` and the reachability events make (``nodes``, ``edges(data=True)``,
+    ``get_edge_data``), which ``networkx.MultiDiGraph`` answers the same way.
+
+    Why not networkx here: building a MultiDiGraph for every evaluated history cost more than
+    the cycle search itself (issue 13); users (``dependency_graph``, reports, the explorer)
+    get the same graph as a networkx MultiDiGraph from ``to_networkx``."""
+
+    __slots__ = ("nodes", "_edges", "_pairs")
+
+    def __init__(self):
+        self.nodes: dict = {}
+        self._edges: list = []
+        self._pairs: dict = {}       # (a, b) -> {key: attrs}
+
+    def add_node(self, n, **attrs) -> None:
+        self.nodes.setdefault(n, {}).update(attrs)
+
+    def add_edge(self, a, b, key, **attrs) -> None:
+        self.nodes.setdefault(a, {})
+        self.nodes.setdefault(b, {})
+        pair = self._pairs.setdefault((a, b), {})
+        if key in pair:
+            pair[key].update(attrs)      # as networkx: the same key updates the edge
+            return
+        pair[key] = attrs
+        self._edges.append((a, b, key, attrs))
+
+    def edges(self, data: bool = False):
+        if data:
+            return [(a, b, d) for a, b, _, d in self._edges]
+        return [(a, b) for a, b, _, _ in self._edges]
+
+    def get_edge_data(self, a, b):
+        return self._pairs.get((a, b))
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        g = nx.MultiDiGraph()
+        for n, attrs in self.nodes.items():
+            g.add_node(n, **attrs)
+        for a, b, key, attrs in self._edges:
+            g.add_edge(a, b, key=key, **attrs)
+        return g
+
+
 def build_graph(h: History, oracle: Oracle) -> nx.MultiDiGraph:
-    g = nx.MultiDiGraph()
+    """The dependency graph as a networkx MultiDiGraph (for users: reports, the explorer)."""
+    return build_deps(h, oracle).to_networkx()
+
+
+def build_deps(h: History, oracle: Oracle) -> DepGraph:
+    g = DepGraph()
     ops = h.committed_ops
     for op in ops:
         g.add_node(op.label, writer=op.writer, op_index=op.index + 1, command=op.describe(),
@@ -91,7 +143,7 @@ def build_graph(h: History, oracle: Oracle) -> nx.MultiDiGraph:
     return g
 
 
-def _pair_edges(g: nx.MultiDiGraph, a, b) -> dict:
+def _pair_edges(g, a, b) -> dict:
     """Edge types from a to b, each with its first key (deterministic)."""
     out: dict = {}
     data = g.get_edge_data(a, b) or {}
@@ -103,8 +155,9 @@ def _pair_edges(g: nx.MultiDiGraph, a, b) -> dict:
     return out
 
 
-def classify_cycle(g: nx.MultiDiGraph, nodes: list) -> tuple[str, list]:
-    """The weakest anomaly the node cycle can be read as, and its edges."""
+def classify_cycle(g, nodes: list) -> tuple[str, list]:
+    """The weakest anomaly the node cycle can be read as, and its edges (``g``: a
+    ``DepGraph`` or a networkx MultiDiGraph)."""
     pairs = [(nodes[i], nodes[(i + 1) % len(nodes)]) for i in range(len(nodes))]
     chosen = []
     rw = 0
@@ -130,8 +183,27 @@ def classify_cycle(g: nx.MultiDiGraph, nodes: list) -> tuple[str, list]:
     return anomaly, chosen
 
 
-def find_cycles(g: nx.MultiDiGraph) -> list[tuple[str, list]]:
-    """Every elementary cycle of the data edges, classified; deterministic order."""
+def find_cycles(g) -> list[tuple[str, list]]:
+    """Every elementary cycle of the data edges, classified; deterministic order (``g``: a
+    ``DepGraph`` or a networkx MultiDiGraph)."""
+    if isinstance(g, DepGraph):
+        # The answer is a function of the data edges alone (nodes without one are on no
+        # cycle): evaluations of many histories build the same few graphs (issue 13)
+        key = tuple((a, b, k, d["type"], repr(d["row_key"])) for a, b, k, d in g._edges
+                    if d["type"] in DATA_EDGES)
+        got = _CYCLES.get(key)
+        if got is None:
+            if len(_CYCLES) > 50_000:
+                _CYCLES.clear()
+            got = _CYCLES[key] = _find_cycles(g)
+        return [(anomaly, [list(e) for e in edges]) for anomaly, edges in got]
+    return _find_cycles(g)
+
+
+_CYCLES: dict = {}   # data edges of a DepGraph -> its cycles
+
+
+def _find_cycles(g) -> list[tuple[str, list]]:
     succ: dict = {n: set() for n in g.nodes}
     for a, b, attrs in g.edges(data=True):
         if attrs["type"] in DATA_EDGES and a != b:

@@ -28,6 +28,11 @@ PINNED = [
     # commits an empty snapshot as Spark does; benchmarks/ measures it, too slow for a test.)
     (("spark-3.5-cow-snapshot", 3, 2, ("delete",), 1, "cas", 2, 0),
      (15204, 3231, [], [], {})),
+    # the two 3-writer x 2-DELETE benchmark configurations (mor-/cow-serializable-3w2op-delete)
+    (("spark-3.5-mor-serializable", 3, 2, ("delete",), 1, "cas", 2, 0),
+     (31912, 6889, ["isolation"], [], {"isolation": 6})),
+    (("spark-3.5-cow-serializable", 3, 2, ("delete",), 1, "cas", 2, 0),
+     (15204, 3231, [], [], {})),
 ]
 
 

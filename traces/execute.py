@@ -56,14 +56,14 @@ def run_actions(model: Model, actions: Iterable[Any]) -> Run:
 
 
 # -- judging ----------------------------------------------------------------------------------
-def evaluate(model: Model, state: State, key: str = "id") -> list:
+def evaluate(model: Model, state: State, key: str = "id", memo=None) -> list:
     from icecheck.properties import evaluate as _evaluate
-    return list(_evaluate(model, state, key=key))
+    return list(_evaluate(model, state, key=key, memo=memo))
 
 
-def reached(model: Model, state: State, key: str = "id") -> set[str]:
+def reached(model: Model, state: State, key: str = "id", memo=None) -> set[str]:
     from icecheck.properties import reached as _reached
-    return set(_reached(model, state, key=key))
+    return set(_reached(model, state, key=key, memo=memo))
 
 
 def split(cfg: ExploreConfig, violations: list) -> tuple[list, list]:
@@ -125,9 +125,10 @@ class Judgement:
         return bool(mine) and all(id(v) in known for v in mine)
 
 
-def judge(cfg: ExploreConfig, model: Model, state: State) -> Judgement:
+def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgement:
+    """``memo``: a ``properties.EvalMemo`` shared between the judgements of one search."""
     from icecheck.properties.expectations import KNOWN_FINDING, expectation
-    violations = evaluate(model, state, cfg.key)
+    violations = evaluate(model, state, cfg.key, memo)
     unexpected, expected = split(cfg, violations)
     known = []
     for v in unexpected:
