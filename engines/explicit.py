@@ -178,25 +178,17 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     accept. A snapshot the history reads outside the current metadata (a lost commit, an
     expired ancestor) is found by ``history.py`` in whichever metadata file lists it, so then
     every metadata file's snapshots are part of the key."""
-    p = fp.perms[0]
-    d = fp.obj_digest
     meta = s.metadata
+    meta_digest, off = _meta_key(meta, fp)
     writers = []
-    off = False
     for w in s.writers:
-        hist = []
-        for r in w.history:
-            hist.append(d(r, p))
-            if r.snapshot_id is not None and meta.snapshot(r.snapshot_id) is None:
-                off = True
-        writers.append((w.name, w.attempt, tuple(hist),
-                        None if w.phantom_id is None else (w.phantom_id, d(w.operation, p))))
-    if not off:
-        snap = meta.current
-        while snap is not None and snap.parent_id is not None:
-            snap = meta.snapshot(snap.parent_id)
-            if snap is None:          # an expired ancestor
-                off = True
+        part, sids = _writer_key(w, fp)
+        writers.append(part)
+        if not off:
+            for sid in sids:
+                if meta.snapshot(sid) is None:
+                    off = True
+                    break
     extra = None
     if off:
         index: dict = {}
@@ -204,8 +196,39 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
             if type(obj) is TableMetadata:
                 for snap in obj.snapshots:
                     index.setdefault(snap.snapshot_id, snap)
-        extra = tuple((sid, d(snap, p)) for sid, snap in sorted(index.items()))
-    return (s.catalog, d(meta, p), tuple(writers), s.store.deleted, extra)
+        extra = tuple((sid, fp.obj_digest(snap, fp.perms[0]))
+                      for sid, snap in sorted(index.items()))
+    return (s.catalog, meta_digest, tuple(writers), s.store.deleted, extra)
+
+
+def _writer_key(w, fp: Fingerprinter) -> tuple:
+    """(what the properties read of a writer, the snapshot ids its records name), cached on the
+    writer object (identity digests do not depend on the fingerprinter's group)."""
+    got = w.__dict__.get("_icecheck_jk")
+    if got is None:
+        p, d = fp.perms[0], fp.obj_digest
+        part = (w.name, w.attempt, tuple(d(r, p) for r in w.history),
+                None if w.phantom_id is None else (w.phantom_id, d(w.operation, p)))
+        sids = tuple(r.snapshot_id for r in w.history if r.snapshot_id is not None)
+        got = (part, sids)
+        object.__setattr__(w, "_icecheck_jk", got)
+    return got
+
+
+def _meta_key(meta, fp: Fingerprinter) -> tuple:
+    """(content digest of the metadata, is an ancestor of its current snapshot missing from
+    it), cached on the metadata object."""
+    got = meta.__dict__.get("_icecheck_jm")
+    if got is None:
+        off = False
+        snap = meta.current
+        while snap is not None and snap.parent_id is not None:
+            snap = meta.snapshot(snap.parent_id)
+            if snap is None:          # an expired ancestor
+                off = True
+        got = (fp.obj_digest(meta, fp.perms[0]), off)
+        object.__setattr__(meta, "_icecheck_jm", got)
+    return got
 
 
 @dataclass
@@ -258,17 +281,26 @@ class Expander:
         return fp, conc
 
     def fingerprints(self, s: State) -> tuple[bytes, bytes]:
-        """(canonical fingerprint, fingerprint of this very state)."""
-        if not self.fp.symmetric:
-            h = self.fp.under(s, self.fp.perms[0])
+        """(canonical fingerprint, a key of this very state among the states of its orbit).
+
+        The second is the canonical fingerprint followed by the index of the first candidate
+        permutation reaching it (``Fingerprinter.candidates``): two states of one orbit are
+        equal iff it is the same. (Equal states have the same candidates in the same order.
+        If s and t = lift(q)(s) both reach the least hash through the same p, then
+        lift(p)(t) = lift(p)(s), and lift(p) is a bijection, so t = s.) It is only ever
+        compared with the key of a state of the same canonical fingerprint (partial-order
+        reduction: are two edges into one orbit edges into the same state?), and costs no
+        hash of the state as it is when the identity is not a candidate (issue 13)."""
+        fp = self.fp
+        if not fp.symmetric:
+            h = fp.under(s, fp.perms[0])
             return h, h
-        conc = self.fp.under(s, self.fp.perms[0])
-        best = None
-        for p in self.fp.candidates(s):
-            h = conc if p.identity else self.fp.under(s, p)
+        best = who = None
+        for p in fp.candidates(s):
+            h = fp.under(s, p)
             if best is None or h < best:
-                best = h
-        return best, conc
+                best, who = h, p.index
+        return best, best + who.to_bytes(2, "little")
 
     def advance(self, keep: list[bytes]) -> None:
         """Start a new level: keep the generated states the master assigned to this process."""

@@ -349,6 +349,10 @@ class Fingerprinter:
             if len(c) == 1:
                 continue
             keyed = sorted((self.obj_digest(slot_of[i], self.blind), i) for i in c)
+            if all(keyed[k][0] != keyed[k - 1][0] for k in range(1, len(keyed))):
+                # no tie (the common case): one choice, the k-th signature to the k-th slot
+                per_class.append([[{i: c[k] for k, (_, i) in enumerate(keyed)}]])
+                continue
             groups: list[list[int]] = []       # writers of equal signature, in signature order
             for k, (sig, i) in enumerate(keyed):
                 if k and sig == keyed[k - 1][0]:
