@@ -292,6 +292,19 @@ def scenario_docs(draw) -> dict:
                     del step[k]
                 step.update({"op": "transaction", "operations": [first, second]})
 
+    # caseSensitive(false) on some operations with a filter, their column names written in
+    # upper case (they bind to id and cat), drawn last
+    for s_ in steps:
+        op = s_ if "op" in s_ else s_.get("commit")
+        if isinstance(op, dict) and op.get("op") in ("overwrite", "row_delta", "delete_files") \
+                and (op.get("row_filter") or (op.get("validate") or {}).get("filter")) \
+                and draw(st.integers(0, 3)) == 0:
+            op["case_sensitive"] = False
+            if op.get("row_filter"):
+                op["row_filter"] = _upper_columns(op["row_filter"])
+            if (op.get("validate") or {}).get("filter"):
+                op["validate"]["filter"] = _upper_columns(op["validate"]["filter"])
+
     # Spark's rewrite_manifests action (models/rewrite_manifests.py) racing the others: writer
     # w9 plans it somewhere and commits it later, drawn last
     if draw(st.integers(0, 2)) == 0:
@@ -324,6 +337,12 @@ def scenario_docs(draw) -> dict:
     return doc
 
 
+def _upper_columns(text: str) -> str:
+    """A generated filter with its column names (id, cat) written in upper case."""
+    import re
+    return re.sub(r"\b(id|cat)\b", lambda m: m.group(1).upper(), text)
+
+
 def doc_features(doc: dict) -> list[str]:
     """The operation kinds a scenario document uses, sorted (its features, for the report),
     with `to_branch`, `append_only` and `manifest_merge` for the switches that matter."""
@@ -343,6 +362,8 @@ def doc_features(doc: dict) -> list[str]:
                 kinds.add("append_only")
             if op["op"] == "row_delta" and op.get("delete"):
                 kinds.add("remove_rows")
+            if op.get("case_sensitive") is False:
+                kinds.add("case_insensitive")
             if op["op"] in ("append", "fast_append") and step is not doc["steps"][0] and \
                     set(op.get("add") or ()) & set(first_added):
                 kinds.add("readd_path")

@@ -675,7 +675,7 @@ class JavaWriter:
                 for f in op.delete_data:
                     u.deleteFile(jf(f))
             if op.row_filter is not None:
-                u.overwriteByRowFilter(to_java_expression(op.row_filter, t.jvm))
+                u.overwriteByRowFilter(self._as_written(op, op.row_filter))
         elif kind == ROW_DELTA:
             u = jtable.newRowDelta()
             for f in op.add_data:
@@ -707,7 +707,7 @@ class JavaWriter:
             for f in op.delete_data:
                 u.deleteFile(jf(f))
             if op.row_filter is not None:
-                u.deleteFromRowFilter(to_java_expression(op.row_filter, t.jvm))
+                u.deleteFromRowFilter(self._as_written(op, op.row_filter))
             if v.files_exist:
                 u.validateFilesExist()
         elif kind == REPLACE_PARTITIONS:
@@ -764,12 +764,14 @@ class JavaWriter:
         else:
             raise JavaDriverError(f"unknown operation kind {op.kind!r}")
 
+        if not op.case_sensitive:
+            u.caseSensitive(False)
         if op.branch is not None:
             u.toBranch(op.branch)   # SnapshotProducer.targetBranch's precondition runs here
         if v.from_snapshot and kind in _FROM_SNAPSHOT_KINDS and self.base_snapshot_id is not None:
             u.validateFromSnapshot(self.base_snapshot_id)
         if v.filter is not None and kind in _FILTER_KINDS:
-            u.conflictDetectionFilter(to_java_expression(v.filter, t.jvm))
+            u.conflictDetectionFilter(self._as_written(op, v.filter))
         if v.no_conflicting_data and kind in (OVERWRITE, REPLACE_PARTITIONS):
             u.validateNoConflictingData()
         if v.no_conflicting_deletes and kind in (OVERWRITE, REPLACE_PARTITIONS):
@@ -789,6 +791,14 @@ class JavaWriter:
                 paths = [t.real_path(_name(p)) for p in names]
                 u.validateDataFilesExist(paths)
         return u
+
+    def _as_written(self, op: Operation, expr):
+        """The Java expression of ``expr`` with its column names as the scenario wrote them
+        (caseSensitive(false) binds them to the schema's)."""
+        if op.written_names:
+            from ..models.filters import rename_columns
+            expr = rename_columns(expr, dict(op.written_names))
+        return to_java_expression(expr, self.table.jvm)
 
     def _rewrite_manifests(self, jtable):
         """RewriteManifestsSparkAction's plan and commit without Spark (Iceberg 1.10.2,
@@ -833,6 +843,8 @@ class JavaWriter:
     def _check_expressible(self, kind: str, op: Operation) -> None:
         v = op.validations
         problems = []
+        if not op.case_sensitive and kind not in (DELETE_FILES, OVERWRITE, ROW_DELTA):
+            problems.append(f"caseSensitive has no Java call on {kind}")
         for switch, kinds in _SWITCH_KINDS.items():
             if getattr(v, switch) and kind not in kinds:
                 problems.append(f"validation {switch} has no Java call on {kind}")

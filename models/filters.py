@@ -39,7 +39,7 @@ import re
 
 import functools
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lark import Lark, Token, Transformer, Tree
@@ -262,6 +262,33 @@ def _predicates(expr: Expr) -> Iterator[Predicate]:
         yield from _predicates(expr.child)
     elif isinstance(expr, (Cmp, In, IsNull)):
         yield expr
+
+
+def rename_columns(expr: Expr, names: Mapping[str, str]) -> Expr:
+    """``expr`` with each column renamed by ``names`` (others unchanged)."""
+    if isinstance(expr, (And, Or)):
+        return type(expr)(rename_columns(expr.left, names), rename_columns(expr.right, names))
+    if isinstance(expr, Not):
+        return Not(rename_columns(expr.child, names))
+    if isinstance(expr, (Cmp, In, IsNull)):
+        return replace(expr, column=names.get(expr.column, expr.column))
+    return expr
+
+
+def resolve_columns(expr: Expr, schema_columns: Iterable[str]) -> tuple[Expr, dict[str, str]]:
+    """Bind ``expr``'s column names case-insensitively (Java's ``caseSensitive(false)``:
+    ``Schema.caseInsensitiveFindField``): the expression with the schema's names, and
+    ``{schema name: name as written}`` for the names written otherwise. A name matching no
+    column is left as it is (``check_columns`` reports it)."""
+    lower = {c.lower(): c for c in schema_columns}
+    written: dict[str, str] = {}
+    mapping: dict[str, str] = {}
+    for name in column_names(expr):
+        col = lower.get(name.lower())
+        if col is not None and col != name:
+            mapping[name] = col
+            written[col] = name
+    return rename_columns(expr, mapping), written
 
 
 def column_names(expr: Expr) -> tuple[str, ...]:

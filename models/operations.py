@@ -161,6 +161,11 @@ class Operation:
     # each a RewriteFiles of some file groups (this operation holds all of their files), and how
     # many of them may fail before the procedure fails (Model: WriterState.groups_left)
     groups: tuple["Operation", ...] = field(default=(), metadata={"digest_omit_default": True})
+    # caseSensitive(false) (DeleteFiles, OverwriteFiles, RowDelta): its filters were written
+    # with other cases; they are held with the schema's names, and ``written_names`` maps each
+    # such schema name back to the name as written (Java prints the filter as written)
+    case_sensitive: bool = field(default=True, metadata={"digest_omit_default": True})
+    written_names: tuple = field(default=(), metadata={"digest_omit_default": True})
     max_failed_groups: int | None = field(default=None, metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":

@@ -162,6 +162,14 @@ class WriterProgram:
     entries: tuple[tuple[Any, ...], ...]
 
 
+def _as_written(message: str, written_names: tuple) -> str:
+    """A message naming a filter of a caseSensitive(false) operation, with its column
+    references as the user wrote them: Java prints the unbound expression it was given."""
+    for schema_name, written in written_names:
+        message = message.replace(f'ref(name="{schema_name}")', f'ref(name="{written}")')
+    return message
+
+
 def _files_read(op: Operation) -> list[str]:
     """The data files an engine reads to write ``op``: those it rewrites (copy-on-write,
     compaction) and those its position deletes or deletion vectors target (merge-on-read)."""
@@ -351,6 +359,9 @@ class Model:
             return self._finish_groups(state, w, ids, fails, store, catalog)
         if w.whole is not None:
             w = replace(w, operation=w.whole)
+        if outcome == VALIDATION_FAILED and message and w.operation is not None \
+                and w.operation.written_names:
+            message = _as_written(message, w.operation.written_names)
         record = OpRecord(w.op_index, w.intent, w.operation, outcome, message, check,
                           w.base_snapshot_id, snapshot_id, seq, w.attempt + 1, applied,
                           snapshot_ids)

@@ -16,7 +16,8 @@ from icecheck.models import catalog as cat
 from icecheck.models import operations as ops
 from icecheck.models.files import (CONTENTS, DATA, DV, EQUALITY_DELETES, POSITION_DELETES,
                                    DataFile, DeleteFile, pairs)
-from icecheck.models.filters import FilterSyntaxError, check_columns, parse_filter
+from icecheck.models.filters import (FilterSyntaxError, check_columns, parse_filter,
+                                     resolve_columns)
 from icecheck.models.operations import Operation, Validations
 from icecheck.models.system import OUTCOMES
 from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig, property_error
@@ -37,7 +38,7 @@ FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_cou
              "equality_ids"}
 OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
            "expect", "snapshots", "branch", "name", "snapshot", "to", "format_version",
-           "operations"}
+           "operations", "case_sensitive"}
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
@@ -66,6 +67,8 @@ OPS_ALLOWED_KEYS = {
     ops.CREATE_TAG: {"name", "snapshot"},
     ops.FAST_FORWARD: {"name", "to"},
 }
+# operations with caseSensitive(boolean) (DeleteFiles, OverwriteFiles, RowDelta)
+CASE_SENSITIVE_KINDS = (ops.DELETE_FILES, ops.OVERWRITE, ops.ROW_DELTA)
 # operations that produce a snapshot and so may take ``branch`` (toBranch)
 BRANCH_KINDS = (ops.APPEND, ops.FAST_APPEND, ops.OVERWRITE, ops.ROW_DELTA, ops.REWRITE,
                 ops.DELETE_FILES, ops.REPLACE_PARTITIONS)
@@ -486,7 +489,17 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
     delete = _file_list(ctx, files, node, "delete", False)
     add_deletes = _file_list(ctx, files, node, "add_deletes", True)
     remove_deletes = _file_list(ctx, files, node, "remove_deletes", True)
-    row_filter = _filter(ctx, table, node, "row_filter") if "row_filter" in node else None
+    written = None
+    if "case_sensitive" in node:
+        if not isinstance(node["case_sensitive"], bool):
+            raise ctx.fail("case_sensitive must be true or false", node, "case_sensitive")
+        if kind not in CASE_SENSITIVE_KINDS:
+            raise ctx.fail(f"{kind} takes no case_sensitive (caseSensitive is on "
+                           f"{', '.join(CASE_SENSITIVE_KINDS)})", node, "case_sensitive")
+        if not node["case_sensitive"]:
+            written = {}
+    row_filter = _filter(ctx, table, node, "row_filter", written) if "row_filter" in node \
+        else None
     if kind == ops.REWRITE and not delete and not remove_deletes:
         raise ctx.fail("rewrite: Files to delete cannot be empty", node, "op")
     if kind == ops.REWRITE and delete:
@@ -528,9 +541,11 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                 raise ctx.fail(f"snapshots: {n!r} is not a snapshot number (1 = the first "
                                f"snapshot committed)", items, i)
         return Operation(kind, expire=tuple(int(n) for n in items))
-    validations = parse_validations(ctx, table, files, node, kind, add_deletes)
+    validations = parse_validations(ctx, table, files, node, kind, add_deletes, written)
     return Operation(kind, add, delete, add_deletes, remove_deletes, row_filter, validations,
-                     branch=None if branch == "main" else branch)
+                     branch=None if branch == "main" else branch,
+                     case_sensitive=written is None,
+                     written_names=tuple(sorted((written or {}).items())))
 
 
 def _transaction(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) -> Operation:
@@ -599,12 +614,21 @@ def _ref_operation(ctx: _Ctx, kind: str, node: LineDict) -> Operation:
     return Operation(kind, ref=(name, int(n)))
 
 
-def _filter(ctx: _Ctx, table: TableConfig, node: LineDict, key: str):
+def _filter(ctx: _Ctx, table: TableConfig, node: LineDict, key: str,
+            written: dict | None = None):
+    """Parse a predicate. ``written`` (an operation with ``case_sensitive: false``): names bind
+    case-insensitively, and the names written otherwise than the schema's are recorded there."""
     text = node[key]
     if not isinstance(text, str):
         raise ctx.fail(f"{key} must be a predicate string", node, key)
     try:
         expr = parse_filter(text)
+        if written is not None:
+            expr, names = resolve_columns(expr, table.schema.names)
+            for col, as_written in names.items():
+                if written.setdefault(col, as_written) != as_written:
+                    raise FilterSyntaxError(f"column {col} is written both {written[col]} and "
+                                            f"{as_written} in one operation")
         check_columns(expr, table.schema.types())
     except FilterSyntaxError as e:
         raise ctx.fail(f"{key}: {e}", node, key) from None
@@ -612,7 +636,7 @@ def _filter(ctx: _Ctx, table: TableConfig, node: LineDict, key: str):
 
 
 def parse_validations(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict, kind: str,
-                      add_deletes: tuple) -> Validations:
+                      add_deletes: tuple, written: dict | None = None) -> Validations:
     vnode = node.get("validate") or LineDict()
     vnode = ctx.mapping(vnode, "validate", node, "validate")
     ctx.keys(vnode, VALIDATE_KEYS, "validate")
@@ -628,7 +652,7 @@ def parse_validations(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict
                            "fail_missing_delete_paths")
         flags["fail_missing_delete_paths"] = vnode["fail_missing_delete_paths"]
     if "filter" in vnode:
-        flags["filter"] = _filter(ctx, table, vnode, "filter")
+        flags["filter"] = _filter(ctx, table, vnode, "filter", written)
     if "data_files_exist" in vnode:
         value = vnode["data_files_exist"]
         if value is True:
