@@ -96,7 +96,8 @@ class EvalMemo:
     """Pure pieces of evaluations shared between the evaluations of one model (issue 13: the
     exhaustive checker evaluates thousands of histories that read the same snapshots and
     repeat the same operations): a snapshot's rows and live files (``History.rows``,
-    ``History.live_files``), keyed by *content*, through ``content``:
+    ``History.live_files``) and an operation's logical effect (``oracle.memo_effect``), keyed
+    by *content*, through ``content``:
     a function of an immutable model object (a frozen dataclass) to a key that is equal for
     equal objects and different for different ones (the checker passes its fingerprinter's
     digest, cached on each object). Entries only ever depend on their key, so the memo changes

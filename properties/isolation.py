@@ -50,10 +50,10 @@ def version_read(h: History, oracle: Oracle, base_snapshot_id, k):
 
 
 def _off_lineage_effect(h, oracle, op):
-    from .oracle import effect_of
+    from .oracle import memo_effect
     eff = oracle.effects.get(op.label)
     if eff is None:
-        eff = effect_of(h, op, oracle.keyfn)
+        eff = memo_effect(h, op, oracle.keyfn)
         oracle.effects[op.label] = eff
     return eff
 

@@ -149,6 +149,26 @@ def _set_effect(eff: Effect, kf: KeyFn, base_by_key: dict, removed: list, added:
             eff.deleted.add(k)
 
 
+def memo_effect(h: History, op: Op, kf: KeyFn) -> Effect:
+    """``effect_of``, shared between evaluations through the history's memo (when it has one):
+    an effect is a function of the operation's intent, its planned operation (a metadata-only
+    DELETE) and the rows of its base snapshot (``History.rows_key``), for a given table and
+    key. A cherry-pick also reads the picked snapshot's files: never shared. Effects are not
+    modified once built."""
+    memo = h.memo
+    intent = op.intent
+    if memo is None or getattr(intent, "kind", None) == ops.CHERRY_PICK:
+        return effect_of(h, op, kf)
+    content = memo.content
+    planned = op.record.operation if op.record is not None else None
+    key = (content(intent), None if planned is None else content(planned),
+           h.rows_key(op.base_snapshot_id), kf.key, kf.scope)
+    got = memo.effects.get(key)
+    if got is None:
+        got = memo.effects[key] = effect_of(h, op, kf)
+    return got
+
+
 def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
     intent = op.intent
     eff = Effect()
@@ -410,7 +430,7 @@ def run_oracle(h: History, kf: KeyFn) -> Oracle:
             continue
         if op.base_snapshot_id is not None and op.base_snapshot_id not in lineage_ids:
             stale.add(op.label)
-        eff = effect_of(h, op, kf)
+        eff = memo_effect(h, op, kf)
         effects[op.label] = eff
         state = dict(state)
         wrote = set()
