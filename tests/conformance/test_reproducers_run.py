@@ -59,3 +59,8 @@ def test_spark_compaction_dangling_deletes():
 def test_compaction_drops_equality_delete_undelete():
     out = _run("compaction_drops_equality_delete_undelete.py", "spark")
     assert "after the CDC delete of id 1: [(0, 'v0')]" in out
+
+
+def test_overwrite_case_insensitive_filter_validation():
+    out = _run("overwrite_case_insensitive_filter_validation.py", "spark")
+    assert "Cannot find field 'CATEGORY'" in out
