@@ -205,6 +205,8 @@ def finish_run(result, traces, save_dir: str | None, as_json: bool, report,
     if cut:     # a bound stopped the search before it exhausted the space: not a pass
         err.print(f"[bold red]INCONCLUSIVE[/]: {escape(cut)}", markup=True)
     failed = result.failed if strict else result.failed_new
+    if getattr(result, "stopped", None) == "interrupted":
+        sys.exit(130)   # a search that caught Ctrl-C and reported what it had: interrupted
     sys.exit(EXIT_FAILED if failed or missing or cut else EXIT_OK)
 
 

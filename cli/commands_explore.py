@@ -344,6 +344,13 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
                "those states: raise --max-memory"
                + (", and continue the checkpoint with --resume" if checkpoint else
                   ", or rerun with --checkpoint DIR to be able to continue it"))
+    elif result.stopped in ("time budget", "interrupted"):
+        why = ("--time-budget" if result.stopped == "time budget" else "an interrupt (Ctrl-C)")
+        cut = (f"{why} stopped the search before it exhausted the configuration "
+               f"({result.states:,} states explored); a pass would cover only those states"
+               + ("; continue the checkpoint with --resume" if checkpoint else
+                  "; rerun with a larger --time-budget, or with --checkpoint DIR to be able "
+                  "to continue it"))
     finish_run(result, [(v.property, v.trace) for v in found if v.trace is not None], save_dir,
                as_json, report_exhaustive, strict, cut=cut)
 

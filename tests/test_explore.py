@@ -129,3 +129,12 @@ def test_generation_ignores_hypothesis_local_constants():
     from hypothesis.internal.conjecture import providers
 
     assert not list(providers._get_local_constants().set_for_type("integer"))
+
+
+def test_exhaustive_search_cut_by_the_time_budget_is_inconclusive():
+    # a budget spent after the first state (no machine expands a state in a microsecond): the
+    # search stops before it exhausts the configuration, so the run is not a pass
+    proc = icecheck("explore", "--engine", "bfs", "--profile", "spark-3.5-mor-snapshot",
+                    "--writers", "3", "--time-budget", "0.000001")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "INCONCLUSIVE" in proc.stderr and "--time-budget stopped the search" in proc.stderr
