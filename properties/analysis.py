@@ -9,7 +9,7 @@ from typing import Any, Callable, Hashable
 from icecheck.models.system import Model, State
 
 from .history import History, Op, build_history, describe_intent
-from .oracle import KeyFn, Oracle, identity_partition_columns, run_oracle
+from .oracle import KeyFn, Oracle, identity_partition_columns, memo_oracle
 
 
 @dataclass
@@ -20,6 +20,7 @@ class Analysis:
     _deps: Any = None
     _graph: Any = None
     _cycles: Any = None
+    _rw: bool = False
 
     @property
     def deps(self):
@@ -38,10 +39,35 @@ class Analysis:
 
     @property
     def cycles(self):
+        """The classified cycles of the dependency graph (``isolation.find_cycles``)."""
         if self._cycles is None:
-            from .isolation import find_cycles
-            self._cycles = find_cycles(self.deps)
+            self._cycles, self._rw = self._shape()
         return self._cycles
+
+    @property
+    def has_rw(self) -> bool:
+        """Does the dependency graph have an anti-dependency (rw) edge?"""
+        if self._cycles is None:
+            self._cycles, self._rw = self._shape()
+        return self._rw
+
+    def _shape(self) -> tuple[list, bool]:
+        from .isolation import RW, find_cycles
+        h = self.history
+        key = h.oracle_key
+        shared = key is not None and h.self_contained()
+        if shared:
+            got = h.memo.shapes.get(key)
+            if got is not None:
+                cycles, rw = got
+                return [(anomaly, [list(e) for e in edges]) for anomaly, edges in cycles], rw
+        g = self.deps
+        cycles = find_cycles(g)
+        rw = any(d.get("type") == RW for _, _, d in g.edges(data=True))
+        if shared:
+            h.memo.shapes[key] = ([(anomaly, [list(e) for e in edges])
+                                   for anomaly, edges in cycles], rw)
+        return cycles, rw
 
     def seq(self, position: int) -> int:
         return self.history.lineage[position].sequence_number
@@ -96,8 +122,10 @@ class EvalMemo:
     """Pure pieces of evaluations shared between the evaluations of one model (issue 13: the
     exhaustive checker evaluates thousands of histories that read the same snapshots and
     repeat the same operations): a snapshot's rows and live files (``History.rows``,
-    ``History.live_files``) and an operation's logical effect (``oracle.memo_effect``), keyed
-    by *content*, through ``content``:
+    ``History.live_files``), an operation's logical effect (``oracle.memo_effect``) and the
+    oracle of a lineage (``oracle.memo_oracle``) with, when the history is self-contained
+    (``History.self_contained``), its dependency cycles, keyed by *content*, through
+    ``content``:
     a function of an immutable model object (a frozen dataclass) to a key that is equal for
     equal objects and different for different ones (the checker passes its fingerprinter's
     digest, cached on each object). Entries only ever depend on their key, so the memo changes
@@ -107,6 +135,8 @@ class EvalMemo:
         self.content = content
         self.rows: dict = {}
         self.effects: dict = {}
+        self.oracles: dict = {}
+        self.shapes: dict = {}      # oracle key -> (cycles, has an rw edge)
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity
@@ -118,7 +148,7 @@ def analyze(model: Model, state: State, key: str = "id", memo: EvalMemo | None =
             return a
     h = build_history(model, state, memo)
     kf = KeyFn(h.columns, key, identity_partition_columns(model.table))
-    a = Analysis(h, run_oracle(h, kf), key)
+    a = Analysis(h, memo_oracle(h, kf), key)
     _CACHE.insert(0, (model, state, key, a))
     del _CACHE[4:]
     return a

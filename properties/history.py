@@ -79,6 +79,7 @@ class History:
     # them) but never the table's current version, so the oracle does not judge them
     inner_ids: frozenset = frozenset()
     memo: Any = None             # an ``analysis.EvalMemo`` shared between evaluations, or None
+    oracle_key: Any = None       # the memo's key of this history's oracle (``memo_oracle``)
     _snapshots: dict[int, Snapshot] | None = None
     _rows: dict[Any, list] = field(default_factory=dict)
     _rows_keys: dict[Any, tuple] = field(default_factory=dict)
@@ -156,6 +157,16 @@ class History:
                 got = (content(mlist),) + tuple(content(store[p]) for p in mlist.manifests)
             self._rows_keys[snapshot_id] = got
         return got
+
+    def self_contained(self) -> bool:
+        """Every operation whose snapshot the history knows is on the lineage and read a base
+        on the lineage (or the empty table): the dependency graph's data edges are then a
+        function of the lineage, its operations and the oracle alone (``memo_oracle``'s key),
+        since what each operation read is found walking back the lineage."""
+        ids = {s.snapshot_id for s in self.lineage}
+        return (all(op.on_lineage for op in self.by_snapshot.values())
+                and all(op.base_snapshot_id is None or op.base_snapshot_id in ids
+                        for op in self.committed_ops))
 
     def live_files(self, snapshot: Snapshot):
         """(live data entries, live delete entries) of a snapshot of this history; with a

@@ -131,8 +131,7 @@ def reached(a: Analysis) -> set[str]:
             if any(e.file.content == "dv" for e in deletes):
                 ev.add("dv_live")
         prev_deleted_targets = {p for e in deletes for p in e.file.referenced_paths}
-    g = a.deps
-    if any(d.get("type") == "rw" for _, _, d in g.edges(data=True)):
+    if a.has_rw:
         ev.add("rw_edge")
     if a.cycles:
         ev.add("dependency_cycle")

@@ -10,6 +10,8 @@
 
 import gc
 
+import pytest
+
 from icecheck.engines.config import mix_config
 from icecheck.engines.explicit import Expander, Bounds, few_collections, with_retries
 from icecheck.properties import EvalMemo, analysis, dependency_graph, evaluate, reached
@@ -40,8 +42,13 @@ def _plain(vs):
     return [(v.property, v.message, repr(v.details)) for v in vs]
 
 
-def test_memoised_evaluation_equals_a_fresh_one():
-    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+@pytest.mark.parametrize("config", [
+    ("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1),
+    ("spark-3.5-mor-serializable", 2, 2, ("delete", "update", "insert"), 1, "cas", 2, 1),
+    ("spark-3.5-cow-serializable", 3, 1, ("insert",), 1, "last_writer_wins", 2, 4),
+], ids=lambda c: f"{c[0]}-{c[1]}w{c[2]}op-{c[5]}")
+def test_memoised_evaluation_equals_a_fresh_one(config):
+    cfg = with_retries(mix_config(*config[:7]), config[7])
     ex, states = _states(cfg)
     memo = EvalMemo(ex.fp.content)
     violated = 0
@@ -52,7 +59,7 @@ def test_memoised_evaluation_equals_a_fresh_one():
         shared = (_plain(evaluate(ex.model, s, memo=memo)), reached(ex.model, s, memo=memo))
         assert shared == fresh
         violated += bool(fresh[0])
-    assert violated and memo.rows and memo.effects     # the comparison covered something
+    assert violated and memo.rows and memo.effects and memo.oracles and memo.shapes
 
 
 def test_dependency_graph_and_cycles_match_networkx():
