@@ -233,7 +233,7 @@ def _committed_min_sequence(m: Manifest, snapshot_id: int) -> int | None:
 
 
 def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter,
-                      opened=None) -> tuple[list[Manifest], set[str]]:
+                      opened=None, cache: dict | None = None) -> tuple[list[Manifest], set[str]]:
     """ManifestFilterManager: rewrite each manifest that loses a live file; keep the others.
 
     In a rewritten manifest, removed entries become DELETED (this snapshot's id), other live
@@ -243,24 +243,44 @@ def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter
     paths once each (filterManifestWithDeletedFiles keeps a per-manifest set and counts a
     duplicate path in the same manifest only as ``duplicateDeleteCount``), so a path the table
     lists in two manifests counts twice.
+
+    ``cache`` (manifest path -> the paths its filtering removed; empty: kept as it is) is
+    ManifestFilterManager's ``filteredManifests``: the operation's filter manager keeps each
+    manifest's result across its commit attempts (and, in a transaction, from the operation's
+    in-transaction commit to the re-application), and only a new delete added to the builder
+    clears it. So a retry does not filter a manifest it has seen again, even when the
+    clean-up's minimum sequence number or the data files removed changed since. It is read
+    and extended in place.
     """
     out: list[Manifest] = []
     removed: set[str] = set()
     count = 0
     for m in manifests:
-        if opened is not None and not opened(m):
+        if cache is not None and m.path in cache:
+            decided = cache[m.path]
+            if not decided:
+                out.append(m)
+                continue
+            hits = [e for e in m.entries if e.is_live and e.file.path in decided]
+        elif opened is not None and not opened(m):
+            if cache is not None:
+                cache[m.path] = frozenset()
             out.append(m)
             continue
-        hits = [e for e in m.entries if e.is_live and doomed(e)]
+        else:
+            hits = [e for e in m.entries if e.is_live and doomed(e)]
+            if cache is not None:
+                cache[m.path] = frozenset(e.file.path for e in hits)
         if not hits:
             out.append(m)
             continue
+        hit_ids = {id(e) for e in hits}
         entries = []
         here: set[str] = set()
         for e in m.entries:
             if not e.is_live:
                 continue
-            if doomed(e):
+            if id(e) in hit_ids:
                 if e.file.path not in here:
                     here.add(e.file.path)
                     count += 1
@@ -339,7 +359,8 @@ def _fail_any_delete(table: TableConfig, op: Operation, manifests, removed) -> N
 
 def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                      *, snapshot_id: int, writer_name: str, metadata_path: str,
-                     starting_id: int | None, starting_sequence: int | None = None) -> Produced:
+                     starting_id: int | None, starting_sequence: int | None = None,
+                     filter_cache: dict | None = None) -> Produced:
     """Apply ``op`` to ``base``. ``starting_sequence`` is the sequence number of the writer's
     starting snapshot as it read it when it began (Spark passes it to
     ``RewriteFiles.dataSequenceNumber`` at planning time), so an expiry of that snapshot does not
@@ -435,7 +456,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         return bool(dropped_data)
 
     delete_manifests, removed_deletes, n_removed_deletes = _filter_manifests(
-        parent_deletes, delete_doomed, mw, opened=delete_manifest_opened)
+        parent_deletes, delete_doomed, mw, opened=delete_manifest_opened, cache=filter_cache)
     _fail_any_delete(table, op, parent_deletes, removed_deletes)
     if op.missing_delete_paths_enabled:
         # Java sets failMissingDeletePaths on both the data and the delete filter managers.

@@ -148,6 +148,14 @@ class WriterState:
     groups_left: tuple = field(default=(), metadata={"digest_omit_default": True})
     group_ids: tuple = field(default=(), metadata={"digest_omit_default": True})
     group_failures: tuple = field(default=(), metadata={"digest_omit_default": True})
+    # ManifestFilterManager's cache of delete-manifest results, kept across the operation's
+    # attempts (producer._filter_manifests): one ((manifest path, removed paths), ...) per
+    # operation (per staged operation of a transaction). ``filter_cache`` holds what earlier
+    # attempts decided (set when a swap is lost, and by a transaction's in-transaction
+    # commits); ``pending_cache`` what the pending attempt decided, a function of the state's
+    # other fields (its base, operation and filter_cache), so it is left out of digests
+    filter_cache: tuple = field(default=(), metadata={"digest_omit_default": True})
+    pending_cache: tuple = field(default=(), metadata={"digest_omit": True})
 
     @property
     def active(self) -> bool:
@@ -160,6 +168,14 @@ class WriterProgram:
 
     name: str
     entries: tuple[tuple[Any, ...], ...]
+
+
+def _freeze_caches(caches: list[dict]) -> tuple:
+    """Filter-manager caches as immutable, canonically ordered state; () when every one is
+    empty (an operation that met no delete manifest: the state is what it was before)."""
+    if not any(caches):
+        return ()
+    return tuple(tuple(sorted(c.items())) for c in caches)
 
 
 def _as_written(message: str, written_names: tuple) -> str:
@@ -354,7 +370,8 @@ class Model:
             if w.groups_left:
                 nxt = replace(w, operation=w.groups_left[0], groups_left=w.groups_left[1:],
                               group_ids=ids, group_failures=fails, phase=WRITTEN, attempt=0,
-                              refreshed_path=None, pending_path=None, pending_snapshot_id=None)
+                              refreshed_path=None, pending_path=None, pending_snapshot_id=None,
+                              filter_cache=(), pending_cache=())
                 return self._put_writer(state, nxt, store, catalog)
             return self._finish_groups(state, w, ids, fails, store, catalog)
         if w.whole is not None:
@@ -370,7 +387,8 @@ class Model:
                        base_path=None, base_snapshot_id=None, operation=None, refreshed_path=None,
                        pending_path=None, pending_snapshot_id=None, attempt=0,
                        history=w.history + (record,), phantom_id=None, written=(), whole=None,
-                       groups_left=(), group_ids=(), group_failures=())
+                       groups_left=(), group_ids=(), group_failures=(), filter_cache=(),
+                       pending_cache=())
         return self._put_writer(state, done, store, catalog)
 
     def _finish_groups(self, state: State, w: WriterState, ids: tuple, fails: tuple, store,
@@ -438,11 +456,14 @@ class Model:
                 refs_.update_refs(base, operation)
             if operation.kind == TRANSACTION:
                 # each staged operation's commit() inside the transaction applies it to the
-                # transaction's metadata, validating it there (BaseTransaction)
+                # transaction's metadata, validating it there (BaseTransaction); its filter
+                # managers keep what they decided for the re-application
+                caches: list[dict] = [{} for _ in operation.ops]
                 txn_.apply_transaction(txn_.with_files(state.store, operation), self._table_at,
                                        base, operation, first_snapshot_id=0,
                                        writer_name=w.name, metadata_path="(transaction)",
-                                       starting_id=w.base_snapshot_id)
+                                       starting_id=w.base_snapshot_id, caches=caches)
+                w = replace(w, filter_cache=_freeze_caches(caches))
         except ValidationFailed as e:
             return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         state = self._put_writer(state, w)
@@ -644,13 +665,15 @@ class Model:
             if start_id is not None and w.base_path is not None:
                 began = state.metadata_at(w.base_path).snapshot(start_id)
                 start_seq = began.sequence_number if began is not None else None
+            cache = dict(w.filter_cache[0]) if w.filter_cache else {}
             produced = produce_snapshot(state.store, self._table_at(base), base, operation,
                                         snapshot_id=snapshot_id, writer_name=w.name,
                                         metadata_path=path, starting_id=start_id,
-                                        starting_sequence=start_seq)
+                                        starting_sequence=start_seq, filter_cache=cache)
         except ValidationFailed as e:
             return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
                                 e.message, e.check)
+        w = replace(w, pending_cache=_freeze_caches([cache]))
         written = w.written
         if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
             written += tuple(p for p, o in produced.objects if not isinstance(o, TableMetadata))
@@ -666,15 +689,17 @@ class Model:
         advances past them, so ids stay unique within the writer)."""
         op = w.operation
         first = w.slot * 1000 + n
+        caches = [dict(c) for c in w.filter_cache] or [{} for _ in op.ops]
         try:
             meta, objects, ids = txn_.apply_transaction(
                 state.store, self._table_at, base, op, first_snapshot_id=first,
-                writer_name=w.name, metadata_path=path, starting_id=w.base_snapshot_id)
+                writer_name=w.name, metadata_path=path, starting_id=w.base_snapshot_id,
+                caches=caches)
         except ValidationFailed as e:
             return self._finish(state, replace(w, metadata_writes=n + len(op.ops) - 1),
                                 VALIDATION_FAILED, e.message, e.check)
         w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1],
-                    metadata_writes=n + len(ids) - 1)
+                    metadata_writes=n + len(ids) - 1, pending_cache=_freeze_caches(caches))
         return self._put_writer(state, w, store=state.store.put_all(objects))
 
     def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
@@ -705,7 +730,8 @@ class Model:
                                 snapshot_ids=self._transaction_ids(w))
         if w.attempt < self.table.max_retries:
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
-                            pending_path=None, pending_snapshot_id=None)
+                            pending_path=None, pending_snapshot_id=None,
+                            filter_cache=w.pending_cache or w.filter_cache, pending_cache=())
             return self._put_writer(state, retry)
         return self._finish(state, w, COMMIT_FAILED, result.message, "commit")
 
@@ -731,7 +757,8 @@ class Model:
         phantom = w.pending_snapshot_id if result.applied else w.phantom_id
         if w.attempt < self.table.max_retries:
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
-                            pending_path=None, pending_snapshot_id=None, phantom_id=phantom)
+                            pending_path=None, pending_snapshot_id=None, phantom_id=phantom,
+                            filter_cache=w.pending_cache or w.filter_cache, pending_cache=())
             return self._put_writer(state, retry, catalog=result.catalog)
         w = replace(w, phantom_id=phantom)
         return self._finish(state, w, COMMIT_FAILED, "CommitFailedException (the swap applied)",

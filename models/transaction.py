@@ -50,7 +50,7 @@ from .table import TableConfig
 def apply_transaction(store, table_at: Callable[[TableMetadata], TableConfig],
                       base: TableMetadata, op: Operation, *, first_snapshot_id: int,
                       writer_name: str, metadata_path: str, starting_id: int | None,
-                      starting_sequence: int | None = None
+                      starting_sequence: int | None = None, caches: list | None = None
                       ) -> tuple[TableMetadata, dict, tuple[int, ...]]:
     """Apply the staged operations of ``op`` (a TRANSACTION) one after another on ``base``.
 
@@ -59,7 +59,10 @@ def apply_transaction(store, table_at: Callable[[TableMetadata], TableConfig],
     intermediate metadata lives only in memory, as in ``TransactionTableOperations``), and the
     ids of its snapshots in order (``first_snapshot_id``, +1, ...). ``starting_id`` is the
     snapshot the writer began from: each staged operation that validates from a snapshot
-    validates from it. Raises ``ValidationFailed`` as the failing operation's ``commit()`` does.
+    validates from it. ``caches`` (one dict per staged operation, updated in place) are the
+    operations' filter-manager caches (producer._filter_manifests), which a staged update keeps
+    from its in-transaction commit to its re-application. Raises ``ValidationFailed`` as the
+    failing operation's ``commit()`` does.
     """
     meta = base
     view = store
@@ -73,7 +76,8 @@ def apply_transaction(store, table_at: Callable[[TableMetadata], TableConfig],
         produced = produce_snapshot(view, table, meta, sub, snapshot_id=sid,
                                     writer_name=writer_name,
                                     metadata_path=f"{metadata_path}#{k}", starting_id=start,
-                                    starting_sequence=starting_sequence)
+                                    starting_sequence=starting_sequence,
+                                    filter_cache=caches[k] if caches is not None else None)
         written = {p: o for p, o in produced.objects if not isinstance(o, TableMetadata)}
         objects.update(written)
         view = view.put_all(written)

@@ -118,7 +118,6 @@ def test_exploration_covers_a_transaction():
     ("[{op: expire_snapshots, snapshots: [1]}]", "not expire_snapshots"),
     ("[{op: delete_files, row_filter: 'id = 1'}]", "row filter inside a transaction"),
     ("[{op: append, add: [b], branch: dev}]", "does not take 'branch'"),
-    ("[{op: append, add: [b]}, {op: append, add: [b]}]", "added by operations 1 and 2"),
     ("[{op: append, add: [b], validate: {validate_on_first_attempt: false}}]",
      "PyIceberg's single-operation"),
 ])
