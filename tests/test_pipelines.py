@@ -23,6 +23,7 @@ VERDICTS = {
     "gdpr-deletes-compaction.yaml": (0, {"dangling_deletes": "allowed"}),
     "merge-partition-scoped.yaml": (0, {}),
     "flink-cdc-append-compaction.yaml": (0, {"undelete": "known_finding"}),
+    "partial-progress-compaction.yaml": (0, {}),
 }
 
 
