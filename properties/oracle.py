@@ -305,6 +305,12 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         parts = {f.partition for f in operation.add_data}
         eff.drop = (lambda r: True) if table.spec.is_unpartitioned else (
             lambda r: table.partition_of_row(r) in parts)
+    return _files_effect(eff, kf, base_rows, removed, added)
+
+
+def _files_effect(eff: Effect, kf: KeyFn, base_rows, removed: list, added: list) -> Effect:
+    """The effect of an operation decided by its files: blind appends when it removed no row
+    of its base, else each touched key set to its base rows - removed + added."""
     if not removed:
         for r in added:
             eff.appends.setdefault(kf(r), []).append(r)
@@ -358,17 +364,7 @@ def _transaction_effect(h: History, op: Op, kf: KeyFn) -> Effect:
     kept = {(path, pos) for path, pos, _, at in live if at < 0}
     removed = [rv.values for rv in base_rows if (rv.path, rv.position) not in kept]
     added = [values for _, _, values, at in live if at >= 0]
-    if not removed:
-        for r in added:
-            eff.appends.setdefault(kf(r), []).append(r)
-        return eff
-    base_by_key: dict = {}
-    for rv in base_rows:
-        base_by_key.setdefault(kf(rv.values), []).append(rv.values)
-    for r in removed:
-        eff.reads[kf(r)] = True
-    _set_effect(eff, kf, base_by_key, removed, added)
-    return eff
+    return _files_effect(eff, kf, base_rows, removed, added)
 
 
 @dataclass
