@@ -315,11 +315,13 @@ def _agree(op: ModelOp, java_outcome: str, java_message: str | None) -> tuple[bo
             # Java's random snapshot ids: which referenced snapshot (and so which refs) it names
             # first is not determined by the scenario; the refusal itself is compared
             return True, f"refs named: model {md!r}, java {jd!r} (HashSet order of random ids)"
-        if op.check == "row_filter":
+        if op.check in ("row_filter", "append_only"):
             # ManifestFilterManager filters the manifests in parallel (Tasks.foreach(...)
             # .executeWith(workerPool)) and the first task to meet a file the row filter matches
-            # in part throws: when several do, which one Java names is not determined
-            return True, f"file named: model {md!r}, java {jd!r} (parallel manifest filtering)"
+            # in part (or, with validateAppendOnly's failAnyDelete, a file it would delete)
+            # throws: when several do, which one Java names is not determined
+            return True, (f"{'file' if op.check == 'row_filter' else 'partition'} named: "
+                          f"model {md!r}, java {jd!r} (parallel manifest filtering)")
         return False, f"message detail: model {md!r}, java {jd!r}"
     return True, None
 

@@ -40,3 +40,26 @@ def test_messages_are_compared_whole():
                             "record_count=2}") == "a1"
     assert normalize_detail("file:/tmp/wh/db/t/data/w1-1-d1.parquet") == "w1-1-d1"
     assert normalize_detail("ref(name=\"id\") == 1") != normalize_detail("ref(name=\"id\") == 2")
+
+
+def test_manifest_paths_are_masked_and_parallel_filtering_names_any_conflict():
+    """RewriteManifests names a manifest whose path differs by construction; validateAppendOnly
+    (like a partially matching row filter) names whichever manifest's filter task throws first
+    (Java 1.10.2 named id_bucket=0 four times and id_bucket=null twice in six runs here)."""
+    from icecheck.conformance.compare import _agree
+    from icecheck.conformance.java_runner import ModelOp
+    from icecheck.models.operations import Operation
+
+    assert split_message("Deleted manifest snap-4001-m1.avro could not be found in the latest "
+                         "snapshot 6001") == split_message(
+        "Deleted manifest file:/tmp/w/db/t/metadata/4f-m0.avro could not be found in the latest "
+        "snapshot 88")
+    op = ModelOp("w2", 0, Operation("replace_partitions"), "validation_failed",
+                 "Cannot commit file that conflicts with existing partition: id_bucket=null",
+                 "append_only", 1, 0, 1, 1)
+    agree, note = _agree(op, "validation_failed",
+                         "Cannot commit file that conflicts with existing partition: id_bucket=0")
+    assert agree and "parallel manifest filtering" in note
+    op.check = "conflict"
+    assert not _agree(op, "validation_failed",
+                      "Cannot commit file that conflicts with existing partition: id_bucket=0")[0]
