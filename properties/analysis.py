@@ -118,6 +118,21 @@ class Analysis:
         return self.oracle.keyfn.text(k)
 
 
+class Bounded(dict):
+    """A memo table that forgets everything when it reaches ``limit`` entries: a long search
+    keeps its memory bounded (an oracle is about 4 KB), and a forgotten entry is only computed
+    again."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key, value) -> None:
+        if len(self) >= self.limit:
+            self.clear()
+        super().__setitem__(key, value)
+
+
 class EvalMemo:
     """Pure pieces of evaluations shared between the evaluations of one model (issue 13: the
     exhaustive checker evaluates thousands of histories that read the same snapshots and
@@ -125,18 +140,20 @@ class EvalMemo:
     ``History.live_files``), an operation's logical effect (``oracle.memo_effect``) and the
     oracle of a lineage (``oracle.memo_oracle``) with, when the history is self-contained
     (``History.self_contained``), its dependency cycles, keyed by *content*, through
-    ``content``:
-    a function of an immutable model object (a frozen dataclass) to a key that is equal for
-    equal objects and different for different ones (the checker passes its fingerprinter's
-    digest, cached on each object). Entries only ever depend on their key, so the memo changes
-    no verdict (tests/test_state_counts.py)."""
+    ``content``: a function of an immutable model object (a frozen dataclass) to a key that
+    is equal for equal objects and different for different ones (the checker passes its
+    fingerprinter's digest, cached on each object). Entries only ever depend on their key, so
+    the memo changes no verdict (tests/test_state_counts.py, tests/test_eval_memo.py). Each
+    table holds at most ``limit`` entries (``Bounded``)."""
 
-    def __init__(self, content: Callable[[Any], Hashable]):
+    LIMIT = 50_000
+
+    def __init__(self, content: Callable[[Any], Hashable], limit: int = LIMIT):
         self.content = content
-        self.rows: dict = {}
-        self.effects: dict = {}
-        self.oracles: dict = {}
-        self.shapes: dict = {}      # oracle key -> (cycles, has an rw edge)
+        self.rows: dict = Bounded(limit)
+        self.effects: dict = Bounded(limit)
+        self.oracles: dict = Bounded(limit)
+        self.shapes: dict = Bounded(limit)      # oracle key -> (cycles, has an rw edge)
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity

@@ -62,6 +62,19 @@ def test_memoised_evaluation_equals_a_fresh_one(config):
     assert violated and memo.rows and memo.effects and memo.oracles and memo.shapes
 
 
+def test_a_bounded_memo_forgets_and_still_agrees():
+    """A memo whose tables hold 3 entries keeps forgetting: the verdicts are the same."""
+    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+    ex, states = _states(cfg, 150)
+    memo = EvalMemo(ex.fp.content, limit=3)
+    for s in states:
+        analysis._CACHE.clear()
+        fresh = (_plain(evaluate(ex.model, s)), reached(ex.model, s))
+        analysis._CACHE.clear()
+        assert (_plain(evaluate(ex.model, s, memo=memo)), reached(ex.model, s, memo=memo)) == fresh
+        assert all(len(t) <= 3 for t in (memo.rows, memo.effects, memo.oracles, memo.shapes))
+
+
 def test_dependency_graph_and_cycles_match_networkx():
     cfg = with_retries(mix_config("spark-3.5-mor-serializable", 2, 2, ("delete", "update"), 1), 0)
     ex, states = _states(cfg, 300)
