@@ -20,6 +20,12 @@ Sections (``--sections``, default all):
 * ``corpus``: for each anomaly of the corpus (traces/*.json, non-rejected), the time BFS takes to
   its first counterexample on the trace's own configuration, and whether it is as short as the
   corpus trace;
+* ``pipelines``: for each example pipeline (examples/*.yaml), its exhaustive BFS (as
+  ``icecheck check PIPELINE.yaml`` runs it): states, seconds, and for each anomaly it reports the
+  states and seconds to its first counterexample;
+* ``tools``: whole-process seconds of the z3 commands the README shows and of
+  ``icecheck conform --target java`` over the built-in scenarios (the Java conformance rate,
+  scenarios compared per second; skipped with a reason when Java is not ready);
 * ``--compare REV``: the ``compare`` configurations measured again on the code of commit REV
   (extracted with ``git archive`` into a temporary folder, run in a subprocess of this same
   benchmark code), for a before/after table of ratios.
@@ -47,7 +53,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATE, TARGET_CORPUS_S, TARGET_REDUCTION = 50_000, 5.0, 10.0
 #: issue 13: icecheck's distinct states/s per core, as a fraction of the two-phase-commit BFS's
 TARGET_RATIO = 0.10
-SECTIONS = ("configs", "growth", "hypothesis", "corpus")
+SECTIONS = ("configs", "growth", "hypothesis", "corpus", "pipelines", "tools")
 
 
 def _cfg(entry: dict, profile: str):
@@ -292,6 +298,68 @@ def bench_corpus(workers: int, log) -> list[dict]:
     return out
 
 
+def bench_pipelines(log) -> list[dict]:
+    from icecheck.engines.explicit import Bounds, search
+    from icecheck.pipelines.load import load_pipeline
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.yaml"))):
+        p = load_pipeline(path)
+        t = time.monotonic()
+        r = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states), traces=False)
+        elapsed = time.monotonic() - t
+        found = [{"property": prop, "status": "known_finding" if v.known else
+                  ("allowed" if status == "allowed" else "must_hold"),
+                  "states_before": v.states_before, "seconds": round(v.seconds, 3),
+                  "length": v.depth}
+                 for status, d in (("violation", r.violations), ("allowed", r.allowed))
+                 for prop, v in sorted(d.items())]
+        log(f"[pipelines] {os.path.basename(path)}: {r.states} states in {elapsed:.2f}s, "
+            f"{len(found)} anomalies")
+        out.append({"pipeline": os.path.relpath(path, ROOT), "states": r.states,
+                    "complete": r.complete, "seconds": round(elapsed, 3), "anomalies": found})
+    return out
+
+
+TOOL_COMMANDS = (
+    ("z3 prove-filters", ["z3", "prove-filters"]),
+    ("z3 prove-cas-appends", ["z3", "prove-cas-appends"]),
+    ("explore --engine z3 (mor-serializable, v3, delete/update)",
+     ["explore", "--engine", "z3", "--profile", "spark-3.5-mor-serializable",
+      "--format-version", "3", "--mix", "delete,update"]),
+)
+
+
+def bench_tools(log) -> dict:
+    """Whole-process timings of the z3 commands and of the Java conformance run."""
+    import subprocess
+    exe = [sys.executable, "-m", "icecheck"]
+    rows = []
+    for name, args in TOOL_COMMANDS:
+        t = time.monotonic()
+        p = subprocess.run(exe + args, capture_output=True, text=True, cwd=ROOT)
+        rows.append({"command": "icecheck " + " ".join(args), "name": name,
+                     "exit": p.returncode, "seconds": round(time.monotonic() - t, 2)})
+        log(f"[tools] {name}: exit {p.returncode} in {rows[-1]['seconds']}s")
+    java = None
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+    try:
+        get_target("java").ready()
+    except TargetUnavailable as e:
+        java = {"skipped": str(e)}
+    if java is None:
+        t = time.monotonic()
+        p = subprocess.run(exe + ["conform", "--target", "java", "--json"], capture_output=True,
+                           text=True, cwd=ROOT)
+        elapsed = time.monotonic() - t
+        comps = json.loads(p.stdout or "{}").get("comparisons", []) if p.stdout else []
+        compared = sum(1 for c in comps if c.get("status") not in ("skipped",))
+        java = {"command": "icecheck conform --target java", "exit": p.returncode,
+                "scenarios": len(comps), "compared": compared, "seconds": round(elapsed, 2),
+                "compared_per_s": round(compared / elapsed, 2) if elapsed else None}
+        log(f"[tools] java conformance: {compared} compared in {elapsed:.1f}s")
+    return {"commands": rows, "java": java}
+
+
 def _viol(shortest: dict) -> str:
     """'isolation (6), undelete (6)': each property found, with its shortest trace length."""
     return ", ".join(f"{p} ({n})" for p, n in sorted(shortest.items())) or "none"
@@ -441,6 +509,29 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
         for c in doc["corpus"]:
             L.append(f"| {c['trace']} | {c['property']} | {c['found']} | {c['seconds']} | "
                      f"{c['length']} | {c['corpus_length']} |")
+    if doc.get("pipelines"):
+        L += ["", "## Example pipelines: BFS time to each anomaly", "",
+              "As `icecheck check PIPELINE.yaml` explores them (exhaustive BFS).", "",
+              "| pipeline | states | seconds | anomaly (status): states before / seconds / "
+              "length |", "|---|---|---|---|"]
+        for p in doc["pipelines"]:
+            found = "; ".join(f"{a['property']} ({a['status']}): {a['states_before']:,} / "
+                              f"{a['seconds']} s / {a['length']}" for a in p["anomalies"])
+            L.append(f"| {p['pipeline']} | {p['states']:,}{'' if p['complete'] else ' (cut)'} "
+                     f"| {p['seconds']} | {found or 'none'} |")
+    if doc.get("tools"):
+        t = doc["tools"]
+        L += ["", "## z3 commands and Java conformance (whole-process seconds)", "",
+              "| command | exit | seconds |", "|---|---|---|"]
+        for row in t["commands"]:
+            L.append(f"| `{row['command']}` | {row['exit']} | {row['seconds']} |")
+        j = t.get("java") or {}
+        if j.get("skipped"):
+            L.append(f"| `icecheck conform --target java` | skipped: {j['skipped']} | |")
+        elif j:
+            L.append(f"| `{j['command']}` ({j['scenarios']} scenarios, {j['compared']} "
+                     f"compared: **{j['compared_per_s']} scenarios/s**) | {j['exit']} | "
+                     f"{j['seconds']} |")
     if doc.get("profile_notes"):
         L += ["", "## Where the time goes (cProfile)", "", doc["profile_notes"]]
     L += ["", "## Targets", ""]
@@ -548,6 +639,10 @@ def main(argv=None) -> int:
         doc["hypothesis"] = bench_hypothesis(spec["hypothesis"], log)
     if "corpus" in sections:
         doc["corpus"] = bench_corpus(args.workers, log)
+    if "pipelines" in sections:
+        doc["pipelines"] = bench_pipelines(log)
+    if "tools" in sections:
+        doc["tools"] = bench_tools(log)
     if args.compare:
         doc["compare"] = bench_compare(args.compare, spec, args.workers, budgets["reduced"], log)
     doc.update({"machine": platform.node() or "?", "cores": os.cpu_count(),

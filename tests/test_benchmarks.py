@@ -71,3 +71,27 @@ def test_object_store_derivation_is_bookkeeping_only():
         assert fp.store_digest(store, p) == fresh.store_digest(flat, p)
     back = pickle.loads(pickle.dumps(store))
     assert back == store and back._base is None
+
+
+def test_pipelines_and_tools_sections_render():
+    """The pipelines and tools sections (issue 13 item 4) render from the report's JSON."""
+    import json
+    import os
+
+    from benchmarks.run import SECTIONS, render_md
+
+    assert "pipelines" in SECTIONS and "tools" in SECTIONS
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    doc = json.load(open(os.path.join(root, "reports", "benchmarks.json")))
+    doc["pipelines"] = [{"pipeline": "examples/x.yaml", "states": 12, "complete": True,
+                         "seconds": 0.1, "anomalies": [{"property": "undelete",
+                                                        "status": "known_finding",
+                                                        "states_before": 7, "seconds": 0.05,
+                                                        "length": 9}]}]
+    doc["tools"] = {"commands": [{"command": "icecheck z3 prove-filters", "name": "z3",
+                                  "exit": 0, "seconds": 1.5}],
+                    "java": {"skipped": "Java 17 is not installed"}}
+    md = render_md(doc)
+    assert "| examples/x.yaml | 12 | 0.1 | undelete (known_finding): 7 / 0.05 s / 9 |" in md
+    assert "| `icecheck z3 prove-filters` | 0 | 1.5 |" in md
+    assert "skipped: Java 17 is not installed" in md
