@@ -323,10 +323,7 @@ class Model:
         out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
         if w.phase == PREPARED and self.config.faults:
             out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
-        if w.phase == PREPARED and self.config.phantom_failures and \
-                w.operation.kind != TRANSACTION and w.whole is None:
-            # not explored on a transaction: Java's rollback path for re-applied staged
-            # updates is not modelled (models/transaction.py)
+        if w.phase == PREPARED and self.config.phantom_failures and w.whole is None:
             out.append(Action(w.name, CAS_APPLIED_FAILED))
         if self.config.crashes:
             out.append(Action(w.name, CRASH))
@@ -597,6 +594,8 @@ class Model:
         n = w.metadata_writes + 1
         snapshot_id = w.slot * 1000 + n
         path = f"v{base.version + 1}-{w.name}-{n}.metadata.json"
+        if w.operation.kind == TRANSACTION:
+            return self._write_transaction(state, w, base, path, n)
         if w.phantom_id is not None and base.snapshot(w.phantom_id) is not None:
             # SnapshotProducer.commit: apply() reuses the snapshot id, and "if
             # (base.snapshot(newSnapshot.snapshotId()) != null) { // this is a rollback
@@ -613,8 +612,6 @@ class Model:
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         operation = w.operation
-        if operation.kind == TRANSACTION:
-            return self._write_transaction(state, w, base, path, n)
         if operation.kind == REWRITE_MANIFESTS:
             try:
                 meta, objects = rwm_.apply_rewrite(state.store, base, operation.manifest_rewrite,
@@ -688,6 +685,8 @@ class Model:
         Its snapshots take ids ``slot * 1000 + n``, ``+ 1``, ... (the metadata-write counter
         advances past them, so ids stay unique within the writer)."""
         op = w.operation
+        if w.phantom_id is not None and base.snapshot(w.phantom_id) is not None:
+            return self._reapply_applied_transaction(state, w, base, path, n)
         first = w.slot * 1000 + n
         caches = [dict(c) for c in w.filter_cache] or [{} for _ in op.ops]
         try:
@@ -698,9 +697,49 @@ class Model:
         except ValidationFailed as e:
             return self._finish(state, replace(w, metadata_writes=n + len(op.ops) - 1),
                                 VALIDATION_FAILED, e.message, e.check)
+        written = w.written
+        if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
+            written += tuple(p for p, o in objects.items() if not isinstance(o, TableMetadata))
         w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1],
-                    metadata_writes=n + len(ids) - 1, pending_cache=_freeze_caches(caches))
+                    metadata_writes=n + len(ids) - 1, pending_cache=_freeze_caches(caches),
+                    written=written)
         return self._put_writer(state, w, store=state.store.put_all(objects))
+
+    def _reapply_applied_transaction(self, state: State, w: WriterState, base: TableMetadata,
+                                     path: str, n: int) -> State:
+        """The retry of a transaction whose swap the catalog applied while answering
+        CommitFailedException. commitSimpleTransaction's applyUpdates finds the table moved and
+        re-commits every staged update on the refreshed metadata; each is a SnapshotProducer
+        whose snapshot id is cached, so ``apply()`` validates it against the transaction's
+        metadata (its own snapshots included: it can conflict with itself) and its commit()
+        takes the rollback branch (``base.snapshot(id) != null``: ``setBranchSnapshot(id)``),
+        one staged update after the other: main ends at the last one's snapshot, and a commit
+        another writer made on top in between is dropped. A ValidationException ends the
+        transaction, and its clean-up (cleanAll of every update) deletes what its attempts
+        wrote, the applied snapshots' manifest lists included."""
+        op = w.operation
+        k = len(op.ops)
+        ids = tuple(range(w.phantom_id - k + 1, w.phantom_id + 1))
+        meta = base
+        for sub, sid in zip(op.ops, ids):
+            start = w.base_snapshot_id if sub.validations.from_snapshot else None
+            try:
+                validate_operation(state.store, self._table_at(meta), meta, sub, start)
+            except ValidationFailed as e:
+                return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                                    e.message, e.check, store=self._clean_all(state, w),
+                                    snapshot_id=w.phantom_id, applied=True, snapshot_ids=ids)
+            if meta.current_snapshot_id != sid:
+                meta = replace(meta, current_snapshot_id=sid,
+                               snapshot_log=meta.snapshot_log + (sid,))
+        last = base.snapshot(ids[-1])
+        if meta is base:      # one staged update, still the head: nothing to change
+            return self._finish(state, w, COMMITTED, None, snapshot_id=ids[-1],
+                                seq=last.sequence_number, applied=True, snapshot_ids=ids)
+        meta = replace(meta, path=path, version=base.version + 1)
+        w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1],
+                    metadata_writes=n)
+        return self._put_writer(state, w, store=state.store.put_all({path: meta}))
 
     def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
         base = state.metadata_at(w.refreshed_path)
