@@ -30,10 +30,9 @@ The model applies the staged operations in ``Model._begin`` (against the base: t
 ``commit()`` calls) and again in ``Model._write_metadata`` (against the refreshed metadata:
 ``applyUpdates``), with the same ``validate_operation`` and ``produce_snapshot`` every single
 operation uses. Not modelled: a row filter or ReplacePartitions inside a transaction (the
-consistency oracle derives a transaction's effect from its files), metadata updates
-(expiry, properties, refs) staged in one, and the CAS_APPLIED_FAILED fault on one (Java's
-rollback path for a re-applied transaction); each is refused or not explored, never silently
-approximated.
+consistency oracle derives a transaction's effect from its files) and metadata updates
+(expiry, properties, refs) staged in one; each is refused, never silently approximated. The
+CAS_APPLIED_FAILED fault on a transaction is Model._reapply_applied_transaction.
 """
 
 from __future__ import annotations
