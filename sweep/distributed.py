@@ -28,6 +28,7 @@ from icecheck.traces.format import write_atomic
 
 CELLS_DIR = "cells"
 SHIPPED_CONF = "icecheck.shippedWheel"     # the wheel's file name when the code is shipped
+SHIPPED_DIR_CONF = "icecheck.shippedWheelDir"   # the driver's folder holding it (removed at stop)
 PARQUET = "results.parquet"
 
 
@@ -80,6 +81,7 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
         if shipped:
             import hashlib as _hashlib
             import os as _os
+            import shutil as _shutil
             import sys as _sys
             import tempfile as _tempfile
             import zipfile as _zipfile
@@ -99,7 +101,7 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
                 try:
                     _os.replace(tmp, target)
                 except OSError:          # another task on this machine unpacked it first
-                    pass
+                    _shutil.rmtree(tmp, ignore_errors=True)
             if target not in _sys.path:
                 _sys.path.insert(0, target)
         from icecheck.sweep.runner import run_cell_json
@@ -170,6 +172,7 @@ def spark_session(master: str | None, *, ship_code: bool | None = None,
         wheel = build_wheel(tmp)
         spark.sparkContext.addFile(wheel)
         spark.conf.set(SHIPPED_CONF, os.path.basename(wheel))
+        spark.conf.set(SHIPPED_DIR_CONF, tmp)
     return spark
 
 

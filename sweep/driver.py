@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from typing import Callable
 
 from icecheck.traces.format import write_atomic
 
-from .distributed import reset, run_cells, spark_session, write_parquet
+from .distributed import SHIPPED_DIR_CONF, reset, run_cells, spark_session, write_parquet
 from .report import write_reports
 from .space import Filters, cells, load_space, space_summary
 
@@ -53,7 +54,10 @@ def sweep(master: str | None, out: str, *, space_path: str | None = None,
         master_used = spark.sparkContext.master
     finally:
         if own:
+            shipped_dir = spark.conf.get(SHIPPED_DIR_CONF, None)
             spark.stop()
+            if shipped_dir:      # the wheel built for the workers: served until the stop
+                shutil.rmtree(shipped_dir, ignore_errors=True)
     return _finish(run, skipped, space, out, t0, master=master_used, spark_up=spark_up,
                    parquet=parquet, report=report)
 
