@@ -279,14 +279,7 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         eff.logical_noop = True
         return eff
     base_rows = h.rows(op.base_snapshot_id)
-    doomed_files = {f.path for f in operation.delete_data}
-    positions = set()
-    eq = []
-    for d in operation.add_deletes:
-        if d.content == EQUALITY_DELETES:
-            eq.append(d)
-        else:
-            positions.update(d.positions)
+    doomed_files, positions, eq = _delete_targets(operation)
     removed = []
     for rv in base_rows:
         if rv.path in doomed_files or (rv.path, rv.position) in positions:
@@ -306,6 +299,19 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         eff.drop = (lambda r: True) if table.spec.is_unpartitioned else (
             lambda r: table.partition_of_row(r) in parts)
     return _files_effect(eff, kf, base_rows, removed, added)
+
+
+def _delete_targets(operation) -> tuple[set, set, list]:
+    """What a raw operation removes: the paths of the data files it deletes, the (path,
+    position) pairs of its position deletes and DVs, and its equality delete files."""
+    positions: set = set()
+    eq = []
+    for d in operation.add_deletes:
+        if d.content == EQUALITY_DELETES:
+            eq.append(d)
+        else:
+            positions.update(d.positions)
+    return {f.path for f in operation.delete_data}, positions, eq
 
 
 def _files_effect(eff: Effect, kf: KeyFn, base_rows, removed: list, added: list) -> Effect:
@@ -340,14 +346,7 @@ def _transaction_effect(h: History, op: Op, kf: KeyFn) -> Effect:
     base_rows = h.rows(op.base_snapshot_id)
     live = [(rv.path, rv.position, rv.values, -1) for rv in base_rows]  # -1: older than all
     for k, sub in enumerate(transaction.ops):
-        doomed = {f.path for f in sub.delete_data}
-        positions = set()
-        eq = []
-        for d in sub.add_deletes:
-            if d.content == EQUALITY_DELETES:
-                eq.append(d)
-            else:
-                positions.update(d.positions)
+        doomed, positions, eq = _delete_targets(sub)
 
         def gone(path, pos, values, at) -> bool:
             if path in doomed or ((path, pos) in positions and at <= k):
