@@ -372,6 +372,13 @@ class Model:
                 return self._put_writer(state, nxt, store, catalog)
             return self._finish_groups(state, w, ids, fails, store, catalog)
         if w.whole is not None:
+            # ended otherwise (a fault, a read failure): the commits it made stay its own
+            made = tuple(i for i, _ in w.group_ids)
+            if made and not applied:
+                (snapshot_id, seq), applied = w.group_ids[-1], True
+            elif applied and snapshot_id is not None and snapshot_id not in made:
+                made += (snapshot_id,)
+            snapshot_ids = made
             w = replace(w, operation=w.whole)
         if outcome == VALIDATION_FAILED and message and w.operation is not None \
                 and w.operation.written_names:
@@ -818,8 +825,12 @@ class Model:
                             snapshot_ids=self._transaction_ids(w))
 
     def _crash(self, state: State, w: WriterState, a: Action) -> State:
-        record = OpRecord(w.op_index, w.intent, w.operation, CRASHED, f"crashed while {w.phase}",
-                          None, w.base_snapshot_id, None, None, w.attempt + 1, False)
+        # a partial-progress compaction keeps the commits it made before the crash
+        last_id, last_seq = w.group_ids[-1] if w.group_ids else (None, None)
+        record = OpRecord(w.op_index, w.intent, w.whole or w.operation, CRASHED,
+                          f"crashed while {w.phase}", None, w.base_snapshot_id, last_id,
+                          last_seq, w.attempt + 1, bool(w.group_ids),
+                          tuple(i for i, _ in w.group_ids))
         crashed = replace(w, phase=CRASHED, history=w.history + (record,))
         return self._put_writer(state, crashed)
 

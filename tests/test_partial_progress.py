@@ -79,3 +79,17 @@ def test_one_commit_when_max_commits_is_one():
     rec = state.writer("w1").history[-1]
     assert rec.outcome == COMMITTED and not rec.applied and rec.snapshot_ids == ()
     assert "1 of 1 rewrite commits failed" in rec.message
+
+
+def test_a_crash_after_one_commit_keeps_that_commit_its_own():
+    """A compaction crashing between its commits: the commit it made is in the table and its
+    record (no orphan for metadata_integrity)."""
+    text = (SCENARIO % "").split("  - begin: w2")[0] + (
+        "  - write: w1\n  - refresh: w1\n  - validate: w1\n  - write_metadata: w1\n"
+        "  - cas: w1\n  - crash: w1\n")
+    sc = parse_scenario(load_yaml(text, "x.yaml"), "x.yaml")
+    verdict, state = execute_scenario(sc, model_config(sc))
+    rec = state.writer("w1").history[-1]
+    assert rec.outcome == "crashed" and rec.applied and len(rec.snapshot_ids) == 1
+    assert state.metadata.current_snapshot_id == rec.snapshot_id
+    assert not [p for p in verdict.properties if p.get("property") == "metadata_integrity"]
