@@ -35,7 +35,7 @@ from ..models.operations import (APPEND, CREATE_BRANCH, CREATE_TAG, DELETE_FILES
                                  UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION, REWRITE_MANIFESTS,
                                  Operation)
 from ..models.table import TableConfig
-from .java_gateway import get_gateway
+from .java_gateway import cached_jvm, get_gateway
 
 COMMITTED = "committed"
 VALIDATION_FAILED = "validation_failed"
@@ -98,6 +98,9 @@ _SWITCH_KINDS = {
 }
 _FROM_SNAPSHOT_KINDS = (OVERWRITE, ROW_DELTA, REWRITE, REPLACE_PARTITIONS)
 _FILTER_KINDS = (OVERWRITE, ROW_DELTA)
+
+# a file in Iterables.toString(manifest reader) (BaseFile.toString, Iceberg 1.10.2)
+_FILE_PATH_RE = re.compile(r"File\{content=[a-z_]+, file_path=(.*?), file_format=")
 
 _FILE_SIZE = 1024          # bytes recorded for every metadata-only file
 _DV_CONTENT_OFFSET = 4     # a Puffin blob starts after the 4-byte magic
@@ -186,7 +189,9 @@ class JavaTable:
         self.catalog_kind = kind
         self.equality_delete_bounds = equality_delete_bounds
         self.gateway = get_gateway()
-        self.jvm = self.gateway.jvm
+        # names resolved once per JVM (each py4j look-up of a package, class or static member
+        # is a round trip)
+        self.jvm = cached_jvm()
         self._ice = self.jvm.org.apache.iceberg
         self.warehouse = Path(tempfile.mkdtemp(prefix="icecheck-java-", dir=warehouse_parent))
         self._closed = False
@@ -198,6 +203,9 @@ class JavaTable:
         self._names: dict[str, str] = {}    # real path -> model name
         self._java_files: dict[tuple, Any] = {}
         self._partitions: dict[tuple, Any] = {}
+        self._buffers: dict[tuple, Any] = {}    # (column, value type, value) -> ByteBuffer
+        self._conf = None                       # the Hadoop Configuration of every catalog
+        self._catalog_props: dict[bool, Any] = {}   # first instance? -> Java property map
         self.commit_seconds: list[float] = []
         try:
             self._types = {name: self._java_type(typ) for name, typ in table.schema.columns}
@@ -220,11 +228,11 @@ class JavaTable:
     def _java_type(self, typ: str):
         types = self._ice.types.Types
         if typ == "int":
-            return types.IntegerType.get()
+            return self.jvm.memo("IntegerType", types.IntegerType.get)
         if typ == "long":
-            return types.LongType.get()
+            return self.jvm.memo("LongType", types.LongType.get)
         if typ == "string":
-            return types.StringType.get()
+            return self.jvm.memo("StringType", types.StringType.get)
         raise JavaDriverError(f"column type {typ!r} is not supported (int, long, string)")
 
     def _build_schema(self):
@@ -256,34 +264,45 @@ class JavaTable:
 
     def _new_catalog(self, name: str = CATALOG_NAME):
         # One name for every instance: JdbcCatalog keys its rows by catalog name.
-        jvm = self.jvm
-        conf = jvm.org.apache.hadoop.conf.Configuration()
-        conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
-        if self.catalog_kind == "hadoop":
-            catalog = self._ice.hadoop.HadoopCatalog()
-            catalog.setConf(conf)
-            catalog.initialize(name, {"warehouse": str(self.warehouse)})
-        else:
-            catalog = self._ice.jdbc.JdbcCatalog()
-            catalog.setConf(conf)
-            props = {
-                "warehouse": str(self.warehouse),
-                "uri": f"jdbc:sqlite:{self.warehouse / 'catalog.sqlite'}",
-                "clients": "1",
-            }
-            if self._catalogs:
-                # Only the first instance creates the catalog tables. When a JdbcCatalog finds
-                # them already there, its initialize() leaves a SQLite read lock open on its
-                # connection, and every later commit fails with SQLITE_BUSY (database is locked).
-                props["jdbc.init-catalog-tables"] = "false"
-            catalog.initialize(name, props)
+        # Every instance is its own catalog (its own TableOperations, so its own base
+        # metadata); they share one Hadoop Configuration and one property map per kind, which
+        # neither catalog modifies (initialize copies the map), to save round trips.
+        if self._conf is None:
+            self._conf = self.jvm.org.apache.hadoop.conf.Configuration()
+            self._conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        first = not self._catalogs
+        props = self._catalog_props.get(first)
+        if props is None:
+            if self.catalog_kind == "hadoop":
+                entries = {"warehouse": str(self.warehouse)}
+            else:
+                entries = {
+                    "warehouse": str(self.warehouse),
+                    "uri": f"jdbc:sqlite:{self.warehouse / 'catalog.sqlite'}",
+                    "clients": "1",
+                }
+                if not first:
+                    # Only the first instance creates the catalog tables. When a JdbcCatalog
+                    # finds them already there, its initialize() leaves a SQLite read lock open
+                    # on its connection, and every later commit fails with SQLITE_BUSY
+                    # (database is locked).
+                    entries["jdbc.init-catalog-tables"] = "false"
+            props = self.jvm.java.util.HashMap()
+            for key, value in entries.items():
+                props.put(key, value)
+            self._catalog_props[first] = props
+        catalog = (self._ice.hadoop.HadoopCatalog() if self.catalog_kind == "hadoop"
+                   else self._ice.jdbc.JdbcCatalog())
+        catalog.setConf(self._conf)
+        catalog.initialize(name, props)
         self._catalogs.append(catalog)
         return catalog
 
     def _release_catalog(self, catalog) -> None:
-        if catalog is self._catalog or catalog not in self._catalogs:
+        # by identity: `in` / remove() would call Java's equals() (a round trip) per catalog
+        if catalog is self._catalog or not any(c is catalog for c in self._catalogs):
             return
-        self._catalogs.remove(catalog)
+        self._catalogs = [c for c in self._catalogs if c is not catalog]
         try:
             catalog.close()
         except Exception:
@@ -298,25 +317,39 @@ class JavaTable:
         ``expire_snapshots`` step's ``snapshots``); the driver commits one operation at a time,
         so the new snapshots after each commit are that commit's."""
         table = self.load()
-        new = [s for s in table.snapshots() if s.snapshotId() not in self._seen_snapshots]
+        # The snapshots come in one round trip, as the metadata JSON Java writes
+        # (TableMetadataParser: `snapshots` in table order, `sequence-number` left out when it
+        # is 0, the operation inside `summary`), instead of a dozen calls per snapshot.
+        doc = json.loads(self._ice.TableMetadataParser.toJson(table.operations().current()))
+        new = [s for s in doc.get("snapshots", ())
+               if s["snapshot-id"] not in self._seen_snapshots]
         out = []
-        for snap in sorted(new, key=lambda s: s.sequenceNumber()):
-            self._seen_snapshots.add(snap.snapshotId())
-            self.snapshot_order.append(snap.snapshotId())
-            summary = {k: int(v) for k, v in dict(snap.summary()).items()
-                       if k in _SUMMARY_KEYS}
-            io = table.io()
-            out.append({"sequence_number": snap.sequenceNumber(),
-                        "operation": snap.operation(), "summary": summary,
-                        "manifests": [snap.dataManifests(io).size(),
-                                      snap.deleteManifests(io).size()]})
+        io = table.io() if new else None
+        for snap in sorted(new, key=lambda s: s.get("sequence-number", 0)):
+            sid = snap["snapshot-id"]
+            self._seen_snapshots.add(sid)
+            self.snapshot_order.append(sid)
+            summary = snap.get("summary", {})
+            jsnap = table.snapshot(sid)
+            out.append({"sequence_number": snap.get("sequence-number", 0),
+                        "operation": summary.get("operation"),
+                        "summary": {k: int(v) for k, v in summary.items()
+                                    if k in _SUMMARY_KEYS},
+                        "manifests": [jsnap.dataManifests(io).size(),
+                                      jsnap.deleteManifests(io).size()]})
         return out
 
     def deleted_files(self) -> list[str]:
         """Model names of the data and delete files whose placeholder object is gone (deleted
         by Java's ExpireSnapshots clean-up), sorted."""
+        data_dir = self.warehouse / "data"
+        try:     # one directory listing rather than a stat per placeholder
+            present = set(os.listdir(data_dir))
+        except FileNotFoundError:
+            present = set()
         return sorted(self.name_of(self.real_path(n)) for n in self._placeholders
-                      if not Path(self.real_path(n)).exists())
+                      if n not in present and ("/" not in n
+                                               or not Path(self.real_path(n)).exists()))
 
     def writer(self, name: str) -> "JavaWriter":
         """A writer with its own catalog instance (so its table object is its own)."""
@@ -345,12 +378,14 @@ class JavaTable:
         return sorted(data), sorted(deletes)
 
     def _read_manifest(self, reader) -> list[str]:
+        """The model names of a manifest's live files, read in one round trip: Guava's
+        ``Iterables.toString`` walks the reader's iterator (live entries, as ``iterator()``
+        gives them) and prints each file while it is current (the reader reuses its entry
+        objects, so collecting them first would not do); ``BaseFile.toString`` starts with
+        ``content=..., file_path=<location>, file_format=``."""
         try:
-            it = reader.iterator()
-            out = []
-            while it.hasNext():
-                out.append(self.name_of(it.next().location()))
-            return out
+            text = self._ice.relocated.com.google.common.collect.Iterables.toString(reader)
+            return [self.name_of(p) for p in _FILE_PATH_RE.findall(text)]
         finally:
             reader.close()
 
@@ -439,8 +474,16 @@ class JavaTable:
         """A ``StructLike`` partition with Java's types, for a model partition tuple."""
         values = tuple(values)
         part = self._partitions.get(values)
-        if part is not None:
-            return part
+        if part is None:
+            # the same for every table of this schema and spec: the builders copy it
+            # (DataFiles.Builder / FileMetadata.Builder.withPartition), nothing changes it
+            key = ("partition", self.config.schema, self.config.spec,
+                   tuple((type(v).__name__, v) for v in values))
+            part = self.jvm.memo(key, lambda: self._build_partition(values))
+            self._partitions[values] = part
+        return part
+
+    def _build_partition(self, values: tuple):
         fields = self.config.spec.fields
         if len(values) != len(fields):
             raise JavaDriverError(f"partition {values!r} does not fit spec {self.config.spec}")
@@ -465,21 +508,31 @@ class JavaTable:
         for i, v in enumerate(values):
             if not isinstance(v, int):
                 part.set(i, v)
-        self._partitions[values] = part
         return part
 
     def _buffer(self, column: str, value: Any):
-        lit = self._ice.expressions.Expressions.lit(value)
-        return lit.to(self._types[column]).toByteBuffer()
+        """The bound ``value`` of ``column`` serialised as Iceberg does (one per value: Java
+        reads bounds through duplicates, never moving the buffer's position)."""
+        key = (column, type(value).__name__, value)
+        buf = self._buffers.get(key)
+        if buf is None:
+            lit = self._ice.expressions.Expressions.lit(value)
+            buf = lit.to(self._types[column]).toByteBuffer()
+            self._buffers[key] = buf
+        return buf
 
     def _long_map(self, values: dict[int, int]):
         """A java.util.Map<Integer, Long> (Long values cannot be sent directly through py4j)."""
+        jvm = self.jvm
+        mapper, jtype = jvm.memo("long-map-type", lambda: self._long_map_type())
+        return mapper.readValue(json.dumps({str(k): int(v) for k, v in values.items()}), jtype)
+
+    def _long_map_type(self):
         mapper = self._ice.util.JsonUtil.mapper()
         lang = self.jvm.java.lang
-        jtype = mapper.getTypeFactory().constructMapType(
+        return mapper, mapper.getTypeFactory().constructMapType(
             self.jvm.java.util.HashMap._java_lang_class, lang.Integer._java_lang_class,
             lang.Long._java_lang_class)
-        return mapper.readValue(json.dumps({str(k): int(v) for k, v in values.items()}), jtype)
 
     def _metrics(self, record_count: int, columns: Iterable[str], lower: dict, upper: dict,
                  nulls: dict):
@@ -523,8 +576,9 @@ class JavaTable:
                 if len(refs) == 1:
                     b = b.withReferencedDataFile(refs[0])
                 if refs:
-                    fid = self._ice.MetadataColumns.DELETE_FILE_PATH.fieldId()
-                    stype = self._ice.types.Types.StringType.get()
+                    fid = self.jvm.memo("DELETE_FILE_PATH",
+                                        self._ice.MetadataColumns.DELETE_FILE_PATH.fieldId)
+                    stype = self._java_type("string")
                     conv = self._ice.types.Conversions
                     lowers = self.jvm.java.util.HashMap()
                     uppers = self.jvm.java.util.HashMap()
