@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -147,15 +148,20 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
         out.print(f"wrote {os.path.join(scaling_out, 'sweep-scaling.json')} and .md", markup=False)
         sys.exit(EXIT_OK)
 
-    from icecheck.sweep.distributed import ShipError
+    from icecheck.sweep.distributed import ShipError, under_spark_submit
     from icecheck.sweep.driver import sweep
 
     where = (f"sweep on {master or 'the default master'}" if executor == "spark" else
              f"sweep ({executor}{f', {workers} workers' if workers else ''})")
-    progress, update = _progress(where)
+    # spark-submit runs this driver with its stderr merged into stdout (PythonRunner), so with
+    # --json the progress would corrupt the JSON: under spark-submit it stays silent
+    quiet = as_json and under_spark_submit()
+    progress, update = _progress(where) if not quiet else (contextlib.nullcontext(),
+                                                           lambda done, total: None)
 
     def started(n, na):
-        err.print(f"sweep: {n} cells ({na} not applicable), out {escape(out_dir)}")
+        if not quiet:
+            err.print(f"sweep: {n} cells ({na} not applicable), out {escape(out_dir)}")
 
     try:
         with progress:

@@ -297,3 +297,18 @@ def test_executor_options_are_checked(extra, option):
     from icecheck.cli.main import main
     r = CliRunner().invoke(main, ["sweep", "--profile", "*flink*"] + extra)
     assert r.exit_code == 2 and option in r.output
+
+
+def test_json_stays_clean_when_spark_submit_merges_stderr(tmp_path):
+    """spark-submit runs the driver with its stderr merged into stdout (PythonRunner): with
+    --json under spark-submit (PYSPARK_GATEWAY_PORT set) nothing but the JSON is printed."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYSPARK_GATEWAY_PORT="1")
+    p = subprocess.run([sys.executable, "-m", "icecheck", "sweep", "--executor", "serial",
+                        "--profile", "spark-3.5-cow-serializable", "--catalog", "cas",
+                        "--format-version", "2", "--out", str(tmp_path / "o"), "--json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert p.returncode == 0, p.stdout[-2000:]
+    assert json.loads(p.stdout)["cells"] > 0

@@ -48,3 +48,23 @@ def test_sweep_on_a_standalone_cluster_matches_the_processes_executor(tmp_path):
     assert json.loads(q.stdout)["by_status"] == summary["by_status"]
     cluster, local = _cells(str(tmp_path / "c")), _cells(str(tmp_path / "p"))
     assert cluster and cluster == local
+
+
+def test_spark_submit_on_a_standalone_cluster_prints_only_json(tmp_path):
+    """The documented spark-submit form (docs/sweep.md): spark-submit's --master stands and
+    stdout is the JSON summary alone."""
+    pytest.importorskip("pyspark")
+    from icecheck.sweep.standalone import spark_home, standalone_cluster
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    with standalone_cluster(cores=2, memory="1g", workdir=str(tmp_path / "cluster")) as master:
+        p = subprocess.run([os.path.join(spark_home(), "bin", "spark-submit"), "--master",
+                            master, os.path.join(root, "icecheck", "__main__.py"), "sweep",
+                            "--profile", "spark-3.5-cow-serializable", "--catalog", "cas",
+                            "--out", str(tmp_path / "o"), "--json"],
+                           env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert doc["meta"]["master"] == master and doc["cells"] > 0
