@@ -409,10 +409,14 @@ class Model:
         last_id, last_seq = ids[-1] if ids else (None, None)
         all_ids = tuple(i for i, _ in ids)
         if len(fails) > whole.max_failed_groups:
-            outcome, first, check = fails[0]
+            outcome, _, check = fails[0]
+            # RewriteDataFilesSparkAction.doExecuteWithPartialProgress's RuntimeException
             message = (f"partial-progress.enabled is true but {len(fails)} rewrite commits "
                        f"failed. This is more than the maximum allowed failures of "
-                       f"{whole.max_failed_groups}. ({first})")
+                       f"{whole.max_failed_groups}. Check the logs to determine why the "
+                       f"individual commits failed. If this is persistent it may help to "
+                       f"increase partial-progress.max-commits which will split the rewrite "
+                       f"operation into smaller commits.")
             return self._finish(state, w, outcome, message, check, snapshot_id=last_id,
                                 seq=last_seq, applied=bool(ids), store=store, catalog=catalog,
                                 snapshot_ids=all_ids)
