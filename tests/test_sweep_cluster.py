@@ -27,11 +27,35 @@ def _cells(out: str) -> dict:
     return found
 
 
-def test_sweep_on_a_standalone_cluster_matches_the_processes_executor(tmp_path):
+def _deps_only_python(where) -> str:
+    """A Python with icecheck's installed dependencies but not icecheck: a venv without pip
+    whose one .pth line puts the driver venv's site-packages on sys.path as a plain folder, so
+    the .pth files there (icecheck's editable finder among them) are not run. The same pinned
+    versions as the driver, in a second, not in a pip install."""
+    import sysconfig
+    import venv
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(str(where))
+    python = os.path.join(str(where), "bin", "python")
+    site = subprocess.run([python, "-c", "import sysconfig; "
+                           "print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "deps.pth"), "w") as fh:
+        fh.write(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def test_sweep_on_a_standalone_cluster_matches_the_processes_executor(tmp_path, monkeypatch):
     pytest.importorskip("pyspark")
     from icecheck.sweep.standalone import standalone_cluster
 
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    workers_python = _deps_only_python(tmp_path / "deps")
+    probe = subprocess.run([workers_python, "-c", "import pyspark, z3, hypothesis, yaml; "
+                            "import icecheck"], capture_output=True, text=True, cwd=str(tmp_path))
+    assert "No module named 'icecheck'" in probe.stderr, probe.stderr   # deps yes, icecheck no
+    tmp = tmp_path / "tmp"                 # the workers' $TMPDIR: where they unpack the wheel
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    env = dict(os.environ, PYSPARK_PYTHON=workers_python, SPARK_LOCAL_IP="127.0.0.1")
     cli = [sys.executable, "-m", "icecheck", "sweep", "--profile",
            "spark-3.5-cow-serializable", "--json"]
     with standalone_cluster(cores=2, memory="1g", workdir=str(tmp_path / "cluster")) as master:
@@ -42,6 +66,11 @@ def test_sweep_on_a_standalone_cluster_matches_the_processes_executor(tmp_path):
     assert summary["meta"]["master"] == master
     # the wheel was shipped with addFile to the executor's work dir
     assert glob.glob(str(tmp_path / "cluster" / "work" / "app-*" / "*" / "icecheck-*.whl"))
+    # ... and unpacked by the workers into $TMPDIR/icecheck-code-<hash> (the driver's own build
+    # folder, also icecheck-code-*, is gone once the sweep stops): one unpacked copy
+    unpacked = glob.glob(str(tmp / "icecheck-code-*" / "icecheck" / "sweep" / "distributed.py"))
+    assert len(unpacked) == 1, os.listdir(tmp)
+    env["PYSPARK_PYTHON"] = sys.executable
     q = subprocess.run(cli + ["--executor", "processes", "--out", str(tmp_path / "p")],
                        env=env, capture_output=True, text=True, timeout=900)
     assert q.returncode == 0, q.stderr[-2000:]
