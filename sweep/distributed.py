@@ -37,7 +37,8 @@ def is_local(master: str) -> bool:
 
 
 class ShipError(RuntimeError):
-    """The code could not be built for shipping (one line for the CLI)."""
+    """The code could not be built for shipping, or the workers cannot import icecheck without
+    it (one line for the CLI)."""
 
 
 def build_wheel(dest_dir: str) -> str:
@@ -239,7 +240,18 @@ def run_cells(spark, cells: list[dict], out: str, *, resume: bool = True,
 
     def job(batch: list[dict]) -> list[dict]:
         rdd = sc.parallelize([json.dumps(c) for c in batch], len(batch))
-        results = [json.loads(r) for r in rdd.map(task).collect()]
+        try:
+            collected = rdd.map(task).collect()
+        except Exception as e:
+            # workers whose Python lacks icecheck, code not shipped: Spark ends with a Java stack
+            # trace around the worker's ModuleNotFoundError; say what to do in one line instead
+            if "No module named 'icecheck'" in str(e):
+                raise ShipError("the Spark workers' Python (PYSPARK_PYTHON="
+                                f"{os.environ.get('PYSPARK_PYTHON', 'python3')}) cannot import "
+                                "icecheck: run with --ship-code, or install icecheck there"
+                                ) from None
+            raise
+        results = [json.loads(r) for r in collected]
         for r in results:   # persist at once: an interruption keeps finished batches
             write_atomic(cell_path(out, r["id"]), json.dumps(r))
             with lock:

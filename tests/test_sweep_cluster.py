@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from _deps_python import deps_only_python
 
 pytestmark = pytest.mark.skipif(os.environ.get("ICECHECK_CLUSTER_TEST") != "1",
                                 reason="opt-in: ICECHECK_CLUSTER_TEST=1 (starts a standalone "
@@ -27,28 +28,11 @@ def _cells(out: str) -> dict:
     return found
 
 
-def _deps_only_python(where) -> str:
-    """A Python with icecheck's installed dependencies but not icecheck: a venv without pip
-    whose one .pth line puts the driver venv's site-packages on sys.path as a plain folder, so
-    the .pth files there (icecheck's editable finder among them) are not run. The same pinned
-    versions as the driver, in a second, not in a pip install."""
-    import sysconfig
-    import venv
-    venv.EnvBuilder(with_pip=False, symlinks=True).create(str(where))
-    python = os.path.join(str(where), "bin", "python")
-    site = subprocess.run([python, "-c", "import sysconfig; "
-                           "print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    with open(os.path.join(site, "deps.pth"), "w") as fh:
-        fh.write(sysconfig.get_paths()["purelib"] + "\n")
-    return python
-
-
 def test_sweep_on_a_standalone_cluster_matches_the_processes_executor(tmp_path, monkeypatch):
     pytest.importorskip("pyspark")
     from icecheck.sweep.standalone import standalone_cluster
 
-    workers_python = _deps_only_python(tmp_path / "deps")
+    workers_python = deps_only_python(tmp_path / "deps")
     probe = subprocess.run([workers_python, "-c", "import pyspark, z3, hypothesis, yaml; "
                             "import icecheck"], capture_output=True, text=True, cwd=str(tmp_path))
     assert "No module named 'icecheck'" in probe.stderr, probe.stderr   # deps yes, icecheck no

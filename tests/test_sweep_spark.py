@@ -75,3 +75,22 @@ def test_resume_skips_finished_cells(spark_sweep):
     assert again.returncode == 0, again.stderr[-3000:]
     s = json.loads(again.stdout)
     assert s["meta"]["cells_run"] == 1 and s["meta"]["cells_resumed"] == 1 and s["cells"] == 2
+
+
+def test_workers_without_icecheck_and_no_shipping_get_one_line(tmp_path):
+    """Workers whose Python lacks icecheck, code not shipped (local masters do not ship): one
+    line naming --ship-code and exit 2, not the driver's Py4JJavaError traceback."""
+    from _deps_python import deps_only_python
+    env = dict(os.environ, PYSPARK_PYTHON=deps_only_python(tmp_path / "deps"),
+               SPARK_LOCAL_IP="127.0.0.1")
+    p = subprocess.run([sys.executable, "-m", "icecheck", "sweep", "--master", "local[1]",
+                        "--profile", "spark-3.5-cow-serializable", "--catalog", "cas",
+                        "--format-version", "2", "--out", str(tmp_path / "o"), "--json"],
+                       env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2, p.stderr[-2000:]
+    # the driver's last word is one line (Spark's executor logs the task's failure above it in
+    # local mode; on a cluster that log is in the executor's stderr file, not the driver's)
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: --ship-code: the Spark workers' Python"), p.stderr[-2000:]
+    assert "cannot import icecheck: run with --ship-code" in last
+    assert "Py4JJavaError" not in p.stderr, p.stderr[-2000:]       # no driver traceback
