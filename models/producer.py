@@ -233,7 +233,8 @@ def _committed_min_sequence(m: Manifest, snapshot_id: int) -> int | None:
 
 
 def _filter_manifests(manifests: list[Manifest], doomed, writer: _ManifestWriter,
-                      opened=None, cache: dict | None = None) -> tuple[list[Manifest], set[str]]:
+                      opened=None, cache: dict | None = None
+                      ) -> tuple[list[Manifest], set[str], int]:
     """ManifestFilterManager: rewrite each manifest that loses a live file; keep the others.
 
     In a rewritten manifest, removed entries become DELETED (this snapshot's id), other live

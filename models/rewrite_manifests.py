@@ -66,7 +66,8 @@ def apply_rewrite(store: Mapping, base: TableMetadata, groups: tuple, *, snapsho
         m = Manifest(f"snap-{snapshot_id}-rm{i}.avro", content, snapshot_id, seq, entries)
         objects[m.path] = m
         new_paths.append(m.path)
-    kept = [p for p in listed if p not in set(deleted)]
+    gone = set(deleted)
+    kept = [p for p in listed if p not in gone]
     mlist = ManifestList(f"snap-{snapshot_id}.avro", snapshot_id, tuple(new_paths + kept))
     objects[mlist.path] = mlist
     summary = (("added-data-files", 0), ("added-delete-files", 0), ("deleted-data-files", 0),

@@ -729,8 +729,7 @@ class Model:
         transaction, and its clean-up (cleanAll of every update) deletes what its attempts
         wrote, the applied snapshots' manifest lists included."""
         op = w.operation
-        k = len(op.ops)
-        ids = tuple(range(w.phantom_id - k + 1, w.phantom_id + 1))
+        ids = self._transaction_ids(w, w.phantom_id)
         meta = base
         for sub, sid in zip(op.ops, ids):
             start = w.base_snapshot_id if sub.validations.from_snapshot else None
@@ -786,12 +785,14 @@ class Model:
         return self._finish(state, w, COMMIT_FAILED, result.message, "commit")
 
     @staticmethod
-    def _transaction_ids(w: WriterState) -> tuple[int, ...]:
-        """The ids of the pending transaction's snapshots (() for one operation)."""
-        if w.operation.kind != TRANSACTION or w.pending_snapshot_id is None:
+    def _transaction_ids(w: WriterState, last: int | None = None) -> tuple[int, ...]:
+        """The ids of a transaction's snapshots, ending at ``last`` (default: the pending
+        snapshot's); () for one operation. A transaction's ids are consecutive
+        (_write_transaction)."""
+        last = w.pending_snapshot_id if last is None else last
+        if w.operation.kind != TRANSACTION or last is None:
             return ()
-        k = len(w.operation.ops)
-        return tuple(range(w.pending_snapshot_id - k + 1, w.pending_snapshot_id + 1))
+        return tuple(range(last - len(w.operation.ops) + 1, last + 1))
 
     def _clean_all(self, state: State, w: WriterState):
         """SnapshotProducer.cleanAll (on a ValidationException or exhausted retries): delete every
