@@ -63,6 +63,22 @@ class ObjectStore(Mapping[str, Any]):
             return self
         return ObjectStore(self._objects, gone, base=self)
 
+    def written(self, path: str) -> Any:
+        """The object ever written at ``path``, deleted or not (None if none): what a memo
+        keys by identity (``Model.step``), never what a reader opens."""
+        return self._objects.get(path)
+
+    def changes_since(self, older: "ObjectStore") -> tuple[dict[str, Any], frozenset[str]]:
+        """(objects this store has that ``older`` never had, in insertion order; paths it
+        deleted that ``older`` had not): what a step did to the store, to apply again to
+        another store (``Model.step``'s memo)."""
+        objs, old = self._objects, older._objects
+        if len(objs) == len(old):
+            added = {}
+        else:
+            added = {p: o for p, o in objs.items() if p not in old}
+        return added, self._deleted - older._deleted
+
     def archive(self) -> Mapping[str, Any]:
         """Every object ever written, deleted ones included (for the history analysis only)."""
         return self._objects
