@@ -273,6 +273,7 @@ class Expander:
         self.verdicts: dict[tuple, tuple] = {}
         from icecheck.properties import EvalMemo
         self.memo = EvalMemo(self.fp.content)
+        self.model.content_key = self.fp.content
 
     def initial(self) -> tuple[bytes, bytes]:
         s = self.model.initial()

@@ -73,6 +73,9 @@ CAS_APPLIED_FAILED = "cas_applied_failed"
 CRASH = "crash"
 ACTION_KINDS = (BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS, CAS_REPLY_LOST,
                 CAS_NOT_APPLIED, CRASH, CAS_APPLIED_FAILED)
+#: the steps that read the table's head: the catalog entry, and the metadata file it points at
+#: (``Model._step_key``); the others read only their writer's own paths
+READS_HEAD = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_NOT_APPLIED, CAS_APPLIED_FAILED})
 NEXT_PHASE_ACTION = {SCANNED: WRITE, WRITTEN: REFRESH, REFRESHED: VALIDATE,
                      VALIDATED: WRITE_METADATA, PREPARED: CAS}
 
@@ -289,6 +292,8 @@ class Model:
         self._steps: dict[tuple, tuple] = {}   # see step
         #: memoise steps (False: every step runs the handlers, for tests that compare)
         self.memoise = True
+        #: a content key of model objects for the step memo (None: identity; see _step_key)
+        self.content_key: Callable[[Any], Any] | None = None
 
     # -- states ---------------------------------------------------------------------------
     def initial(self) -> State:
@@ -371,24 +376,61 @@ class Model:
                             added, deleted)
         return result
 
-    @staticmethod
-    def _step_key(state: State, w: WriterState, action: Action) -> tuple[tuple, tuple]:
-        """(memo key, the objects it names by identity). A step reads the action, its writer,
-        the catalog entry, the metadata files at the catalog's pointer and at the writer's
-        base, refreshed and pending paths, the objects those reach, and which paths were
-        deleted; nothing of the other writers.
+    def _step_key(self, state: State, w: WriterState, action: Action) -> tuple[tuple, tuple]:
+        """(memo key, the objects it names by identity). A step reads its action and writer,
+        the metadata files at the writer's base, refreshed and pending paths, the objects
+        those reach, which paths were deleted (any read may find its object gone), and, for
+        the steps that look at the table's head (``READS_HEAD``: begin scans it, refresh
+        reads it, a swap compares the catalog entry), the catalog entry and the metadata file
+        at its pointer; nothing of the other writers.
 
-        Objects are keyed by identity, never by content: two metadata files of equal content
-        can reach different manifests (a manifest's path names only its snapshot id, so two
-        histories write different manifests under one path), while one metadata *object*
-        reaches the same objects in every state that holds it (it enters a store only with
-        the objects it was written with, by its own step or by this memo replaying that step,
-        and paths are never rewritten). The entry keeps its objects alive so that no id is
-        reused while it stands (``alive`` is compared on a hit)."""
+        Without ``content_key`` the writer and the metadata files are keyed by identity: one
+        metadata *object* reaches the same objects in every state that holds it (it enters a
+        store only with the objects it was written with, by its own step or by this memo
+        replaying that step, and paths are never rewritten); the entry keeps them alive so
+        that no id is reused while it stands (``alive`` is compared on a hit). With
+        ``content_key`` (the exhaustive checker passes its fingerprinter's content digest,
+        cached on each object) they are keyed by content, so that equal objects built along
+        different paths share entries (a third of the steps of a 3-writer search): the writer
+        by its own content (it is a value), each metadata file by what it reaches
+        (``_reach_key``), never by its own content alone, which does not fix its manifests."""
         store = state.store
-        alive = (w, store.written(state.catalog.pointer), store.written(w.base_path),
-                 store.written(w.refreshed_path), store.written(w.pending_path))
-        return (action, state.catalog, store.deleted) + tuple(map(id, alive)), alive
+        metas = (store.written(w.base_path), store.written(w.refreshed_path),
+                 store.written(w.pending_path))
+        head: tuple = (action, store.deleted)
+        if action.kind in READS_HEAD:
+            metas += (store.written(state.catalog.pointer),)
+            head += (state.catalog,)
+        f = self.content_key
+        if f is None:
+            return head + tuple(map(id, metas)) + (id(w),), metas + (w,)
+        return head + tuple(self._reach_key(store, m) for m in metas) + (f(w),), ()
+
+    def _reach_key(self, store: ObjectStore, meta: TableMetadata | None):
+        """The content of a metadata file and of everything a step can read through it: each
+        snapshot's manifest list and manifests (their entries carry the files, rows
+        included). Cached on the object (it reaches content-equal objects in every state
+        that holds it: it enters a store with the objects written with it, and what it
+        reaches of older ones was equal in content, part of the key that replayed it)."""
+        if meta is None:
+            return None
+        f = self.content_key
+        got = meta.__dict__.get("_icecheck_reach")
+        if got is not None and got[0] is f:
+            return got[1]
+        parts = [f(meta)]
+        for snap in meta.snapshots:
+            mlist = store.written(snap.manifest_list)
+            if mlist is None:
+                parts.append(None)
+                continue
+            parts.append(f(mlist))
+            for path in mlist.manifests:
+                m = store.written(path)
+                parts.append(None if m is None else f(m))
+        key = tuple(parts)
+        object.__setattr__(meta, "_icecheck_reach", (f, key))
+        return key
 
     def _apply(self, state: State, w: WriterState, action: Action) -> State:
         handler = getattr(self, "_" + action.kind)

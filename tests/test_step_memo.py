@@ -2,7 +2,7 @@
 
 The memo applies a step's effect (the writer's new state, the catalog, the objects written or
 deleted), computed once, to every state that agrees on what the step reads. Here every state of
-bounded breadth-first searches is reached two ways at once, by a model that runs every
+bounded breadth-first searches is reached three ways at once, by a model that runs every
 handler (``memoise = False``), by one that memoises by identity (the default) and by one that
 memoises by content (as the exhaustive checker does), and the three states must be equal field
 for field: the catalog entry, every object ever written (deleted ones included) with the
@@ -37,28 +37,32 @@ MIXES = [
 
 
 def _walk(cfg, limit: int) -> int:
-    """Breadth-first over up to ``limit`` distinct states, stepping both models in lockstep;
-    the number of steps compared."""
-    plain, memoised = model_for(cfg), model_for(cfg)
+    """Breadth-first over up to ``limit`` distinct states, stepping the three models in
+    lockstep; the number of steps compared."""
+    plain, by_id, by_content = model_for(cfg), model_for(cfg), model_for(cfg)
     plain.memoise = False
     fp = Fingerprinter(cfg, symmetry=False)
+    by_content.content_key = Fingerprinter(cfg, symmetry=True).content
     s0 = plain.initial()
-    frontier = [((), s0, memoised.initial())]
+    frontier = [((), s0, by_id.initial(), by_content.initial())]
     seen = {fp.fingerprint(s0)}
     compared = 0
     while frontier and len(seen) < limit:
         nxt = []
-        for path, a_state, b_state in frontier:
+        for path, a_state, b_state, c_state in frontier:
             for action in plain.actions(a_state):
+                here = path + (str(action),)
                 a2 = plain.step(a_state, action)
-                b2 = memoised.step(b_state, action)
+                b2 = by_id.step(b_state, action)
+                c2 = by_content.step(c_state, action)
                 compared += 1
                 # ObjectStore equality compares every object ever written and the deleted paths
-                assert b2 == a2, f"the memoised step differs after {path + (str(action),)}"
+                assert b2 == a2, f"the identity-keyed memo differs after {here}"
+                assert c2 == a2, f"the content-keyed memo differs after {here}"
                 h = fp.fingerprint(a2)
                 if h not in seen:
                     seen.add(h)
-                    nxt.append((path + (str(action),), a2, b2))
+                    nxt.append((here, a2, b2, c2))
         frontier = nxt
     return compared
 
