@@ -290,6 +290,7 @@ class Model:
         self.programs = {p.name: p for p in config.writers}
         self._plans: dict[tuple, tuple] = {}   # see _plan
         self._steps: dict[tuple, tuple] = {}   # see step
+        self._writer_actions: dict[tuple, tuple] = {}   # see writer_actions
         #: memoise steps (False: every step runs the handlers, for tests that compare)
         self.memoise = True
         #: a content key of model objects for the step memo (None: identity; see _step_key)
@@ -323,7 +324,16 @@ class Model:
             out.extend(self.writer_actions(state, w))
         return out
 
-    def writer_actions(self, state: State, w: WriterState) -> list[Action]:
+    def writer_actions(self, state: State, w: WriterState) -> tuple[Action, ...]:
+        """The writer's enabled actions: a function of its name, phase, operation number and
+        whether it commits in several commits (memoised on those)."""
+        key = (w.name, w.phase, w.op_index, w.whole is None)
+        got = self._writer_actions.get(key)
+        if got is None:
+            got = self._writer_actions[key] = tuple(self._enabled(w))
+        return got
+
+    def _enabled(self, w: WriterState) -> list[Action]:
         if w.phase == IDLE:
             entries = self.programs[w.name].entries
             if w.op_index >= len(entries):
