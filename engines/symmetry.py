@@ -158,6 +158,7 @@ class Fingerprinter:
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._stores: dict[int, tuple] = {}   # id(store) -> (store, [digest per perm])
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
+        self._candidates: dict[tuple, list] = {}   # writers' signatures -> candidates
 
     # -- encoding ---------------------------------------------------------------------------
     def _enc(self, v: Any, p: Perm, out: list) -> None:
@@ -343,6 +344,16 @@ class Fingerprinter:
         """
         if not self.symmetric:
             return [self._identity]
+        # the candidates are a function of the writers' signatures by slot (memoised on them)
+        sigs = tuple(self.obj_digest(w, self.blind) for w in state.writers)
+        got = self._candidates.get(sigs)
+        if got is None:
+            if len(self._candidates) >= 100_000:
+                self._candidates.clear()
+            got = self._candidates[sigs] = self._candidates_of(state)
+        return got
+
+    def _candidates_of(self, state: State) -> list[Perm]:
         slot_of = {w.slot: w for w in state.writers}
         per_class = []
         for c in self.classes:
