@@ -20,6 +20,7 @@ or it did not, and the writer never learns which), and a crash between any two p
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Callable
 
@@ -83,6 +84,7 @@ EMPTY_METADATA_PATH = "v0.metadata.json"
 #: Entries of ``Model.step``'s memo before it is emptied (a long search's memory stays bounded;
 #: forgetting costs only recomputation: results are equal either way).
 STEP_MEMO_SIZE = 100_000
+_TOKENS = itertools.count(1)
 
 
 @dataclass(frozen=True, order=True)
@@ -293,8 +295,20 @@ class Model:
         self._writer_actions: dict[tuple, tuple] = {}   # see writer_actions
         #: memoise steps (False: every step runs the handlers, for tests that compare)
         self.memoise = True
-        #: a content key of model objects for the step memo (None: identity; see _step_key)
-        self.content_key: Callable[[Any], Any] | None = None
+        self._content_key: Callable[[Any], Any] | None = None
+        self._content_token = 0
+
+    @property
+    def content_key(self) -> Callable[[Any], Any] | None:
+        """A content key of model objects for the step memo (None: identity; see
+        ``_step_key``). Setting it starts a new memo."""
+        return self._content_key
+
+    @content_key.setter
+    def content_key(self, f: Callable[[Any], Any] | None) -> None:
+        self._content_key = f
+        self._content_token = next(_TOKENS)   # tags what _reach_key caches on objects
+        self._steps.clear()
 
     # -- states ---------------------------------------------------------------------------
     def initial(self) -> State:
@@ -411,7 +425,7 @@ class Model:
         if action.kind in READS_HEAD:
             metas += (store.written(state.catalog.pointer),)
             head += (state.catalog,)
-        f = self.content_key
+        f = self._content_key
         if f is None:
             return head + tuple(map(id, metas)) + (id(w),), metas + (w,)
         return head + tuple(self._reach_key(store, m) for m in metas) + (f(w),), ()
@@ -424,9 +438,9 @@ class Model:
         reaches of older ones was equal in content, part of the key that replayed it)."""
         if meta is None:
             return None
-        f = self.content_key
+        f, token = self._content_key, self._content_token
         got = meta.__dict__.get("_icecheck_reach")
-        if got is not None and got[0] is f:
+        if got is not None and got[0] == token:
             return got[1]
         parts = [f(meta)]
         for snap in meta.snapshots:
@@ -439,7 +453,7 @@ class Model:
                 m = store.written(path)
                 parts.append(None if m is None else f(m))
         key = tuple(parts)
-        object.__setattr__(meta, "_icecheck_reach", (f, key))
+        object.__setattr__(meta, "_icecheck_reach", (token, key))
         return key
 
     def _apply(self, state: State, w: WriterState, action: Action) -> State:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
@@ -148,8 +149,12 @@ class EvalMemo:
 
     LIMIT = 50_000
 
+    _tokens = itertools.count(1)
+
     def __init__(self, content: Callable[[Any], Hashable], limit: int = LIMIT):
         self.content = content
+        #: tags what this memo caches on model objects (``History.rows_key``)
+        self.token = next(EvalMemo._tokens)
         self.rows: dict = Bounded(limit)
         self.effects: dict = Bounded(limit)
         self.oracles: dict = Bounded(limit)

@@ -152,9 +152,17 @@ class History:
             if snap is None:
                 got = ()
             else:
-                store, content = self.store, self.memo.content
-                mlist = store[snap.manifest_list]
-                got = (content(mlist),) + tuple(content(store[p]) for p in mlist.manifests)
+                # cached on the snapshot object for this memo: a snapshot object reaches
+                # objects of the same content in every state that holds it (it enters a store
+                # with the manifest list written with it; models.system.Model._step_key)
+                cached = snap.__dict__.get("_icecheck_rows_key")
+                if cached is not None and cached[0] == self.memo.token:
+                    got = cached[1]
+                else:
+                    store, content = self.store, self.memo.content
+                    mlist = store[snap.manifest_list]
+                    got = (content(mlist),) + tuple(content(store[p]) for p in mlist.manifests)
+                    object.__setattr__(snap, "_icecheck_rows_key", (self.memo.token, got))
             self._rows_keys[snapshot_id] = got
         return got
 
