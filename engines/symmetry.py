@@ -156,7 +156,6 @@ class Fingerprinter:
         self.nperms = len(self.perms) + 1
         self._identity = self.perms[0]
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
-        self._stores: dict[int, tuple] = {}   # id(store) -> (store, [digest per perm])
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
         self._candidates: dict[tuple, list] = {}   # writers' signatures -> candidates
 
@@ -261,19 +260,14 @@ class Fingerprinter:
         return _h(b"".join(out))
 
     def store_digest(self, store: ObjectStore, p: Perm) -> int:
-        key = id(store)
-        got = self._stores.get(key)
-        if got is not None and got[0] is store:
-            v = got[1][p.index]
-            if v is not None:
-                return v
-        else:
-            if len(self._stores) > 20000:
-                self._stores.clear()
-            got = (store, [None] * self.nperms)
-            self._stores[key] = got
-        v = self._store_digest(store, p)
-        got[1][p.index] = v
+        # cached on the store itself (it lives as long as the states that hold it), per
+        # permutation, for this fingerprinter
+        got = store.digests
+        if got is None or got[0] is not self:
+            got = store.digests = (self, [None] * self.nperms)
+        v = got[1][p.index]
+        if v is None:
+            v = got[1][p.index] = self._store_digest(store, p)
         return v
 
     def _store_digest(self, store: ObjectStore, p: Perm) -> int:

@@ -19,9 +19,9 @@ class ObjectStore(Mapping[str, Any]):
     """``_base``/``_added`` record (weakly) the store this one was derived from and the paths
     it added: a checker's fingerprint of the store is then its base's plus the added objects'
     (engines/symmetry.py), instead of a pass over every object at every step. They are
-    bookkeeping only: equality, hashing, iteration and pickling ignore them."""
+    bookkeeping only: equality, hashing, iteration and pickling ignore them, and ``digests``."""
 
-    __slots__ = ("_objects", "_hash", "_deleted", "_base", "_added", "__weakref__")
+    __slots__ = ("_objects", "_hash", "_deleted", "_base", "_added", "digests", "__weakref__")
 
     def __init__(self, objects: Mapping[str, Any] | None = None,
                  deleted: frozenset[str] = frozenset(), *,
@@ -31,6 +31,8 @@ class ObjectStore(Mapping[str, Any]):
         self._deleted: frozenset[str] = deleted
         self._base = weakref.ref(base) if base is not None else None
         self._added = added
+        #: a checker's digests of this store (engines/symmetry.py), bookkeeping like _base
+        self.digests: Any = None
 
     def __reduce__(self):
         return (ObjectStore, (self._objects, self._deleted))
