@@ -157,7 +157,7 @@ class Fingerprinter:
         self._identity = self.perms[0]
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
-        self._candidates: dict[tuple, list] = {}   # writers' signatures -> candidates
+        self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
 
     # -- encoding ---------------------------------------------------------------------------
     def _enc(self, v: Any, p: Perm, out: list) -> None:
@@ -338,13 +338,19 @@ class Fingerprinter:
         """
         if not self.symmetric:
             return [self._identity]
-        # the candidates are a function of the writers' signatures by slot (memoised on them)
-        sigs = tuple(self.obj_digest(w, self.blind) for w in state.writers)
-        got = self._candidates.get(sigs)
+        # the candidates are a function of the order of the signatures within each class,
+        # ties included: memoised on each class's dense ranks
+        sig = {w.slot: self.obj_digest(w, self.blind) for w in state.writers}
+        pattern = []
+        for c in self.classes:
+            if len(c) > 1:
+                sigs = [sig[i] for i in c]
+                ranks = sorted(set(sigs))
+                pattern.append(tuple(map(ranks.index, sigs)))
+        key = tuple(pattern)
+        got = self._candidates.get(key)
         if got is None:
-            if len(self._candidates) >= 100_000:
-                self._candidates.clear()
-            got = self._candidates[sigs] = self._candidates_of(state)
+            got = self._candidates[key] = self._candidates_of(state)
         return got
 
     def _candidates_of(self, state: State) -> list[Perm]:

@@ -159,6 +159,7 @@ class EvalMemo:
         self.effects: dict = Bounded(limit)
         self.oracles: dict = Bounded(limit)
         self.shapes: dict = Bounded(limit)      # oracle key -> (cycles, has an rw edge)
+        self.isolation: dict = Bounded(limit)   # (oracle key, seqs) -> isolation violations
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity

@@ -161,6 +161,29 @@ def test_symmetric_states_share_a_fingerprint():
     assert fp.fingerprint(a) != fp.fingerprint(c)
 
 
+def test_memoised_candidates_are_the_state_s_own():
+    """``Fingerprinter.candidates`` (memoised on the ranks of the writers' signatures within
+    each class) gives the same permutations as computing them from the state itself, on every
+    state of a 3-writer search (ties included: writers that have not started are equal)."""
+    cfg = with_retries(mix_config("spark-3.5-mor-serializable", 3, 1, ("delete", "update")), 0)
+    model = model_for(cfg)
+    fp = Fingerprinter(cfg)
+    assert len(fp.perms) == 6
+    frontier, seen, tied = [model.initial()], set(), 0
+    while frontier:
+        nxt = []
+        for s in frontier:
+            own = [p.index for p in fp._candidates_of(s)]
+            assert [p.index for p in fp.candidates(s)] == own
+            tied += len(own) > 1
+            h = fp.fingerprint(s)
+            if h not in seen:
+                seen.add(h)
+                nxt.extend(model.step(s, a) for a in model.actions(s))
+        frontier = nxt
+    assert len(seen) > 100 and tied > 0
+
+
 def test_bfs_traces_are_shortest_and_in_corpus_format():
     from icecheck.traces.format import check_trace
     cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update", "insert"), 1)
