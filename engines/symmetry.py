@@ -315,12 +315,10 @@ class Fingerprinter:
     # -- states -----------------------------------------------------------------------------
     def under(self, state: State, p: Perm) -> bytes:
         """H(lift(p)(state))."""
-        out = [b"State("]
-        self._enc(state.catalog, p, out)
-        out.append(b"S" + self.store_digest(state.store, p).to_bytes(16, "little"))
-        ws = sorted(state.writers, key=lambda w: p.writer(w.slot))
-        out.append(b"(")
-        for w in ws:
+        # the same bytes as _enc of the catalog entry (a dataclass: b"D" + its digest)
+        out = [b"State(D", self.obj_digest(state.catalog, p),
+               b"S" + self.store_digest(state.store, p).to_bytes(16, "little"), b"("]
+        for w in sorted(state.writers, key=lambda w: p.writer(w.slot)):
             out.append(b"D" + self.obj_digest(w, p))
         out.append(b"))")
         return _h(b"".join(out))

@@ -96,7 +96,13 @@ class Action:
     choice: int = 0
 
     def __str__(self) -> str:
-        return f"{self.writer}.{self.kind}" + (f"#{self.choice}" if self.choice else "")
+        # cached on the object (the model hands out the same Action objects again:
+        # writer_actions is memoised); equality and hashing read the fields only
+        label = self.__dict__.get("_label")
+        if label is None:
+            label = f"{self.writer}.{self.kind}" + (f"#{self.choice}" if self.choice else "")
+            object.__setattr__(self, "_label", label)
+        return label
 
     @staticmethod
     def parse(text: str) -> "Action":
