@@ -22,6 +22,7 @@ class Analysis:
     _graph: Any = None
     _cycles: Any = None
     _rw: bool = False
+    _shared_key: Any = None
 
     @property
     def deps(self):
@@ -69,6 +70,25 @@ class Analysis:
             h.memo.shapes[key] = ([(anomaly, [list(e) for e in edges])
                                    for anomaly, edges in cycles], rw)
         return cycles, rw
+
+    def shared(self, table: str, compute: Callable[["Analysis"], Any]) -> Any:
+        """``compute(self)``, shared between evaluations through the memo's ``table`` when the
+        history is self-contained (``History.self_contained``): then what a check reads of the
+        committed history (the lineage, its operations' records, rows and effects, the
+        dependency graph) is a function of the oracle's key and the lineage's sequence
+        numbers, the key here. Results are never modified by their readers."""
+        h = self.history
+        if self._shared_key is None:
+            self._shared_key = ((h.oracle_key, tuple(s.sequence_number for s in h.lineage))
+                                if h.oracle_key is not None and h.memo is not None
+                                and h.self_contained() else False)
+        if self._shared_key is False:
+            return compute(self)
+        memo = getattr(h.memo, table)
+        got = memo.get(self._shared_key)
+        if got is None:
+            got = memo[self._shared_key] = compute(self)
+        return got
 
     def seq(self, position: int) -> int:
         return self.history.lineage[position].sequence_number
@@ -159,7 +179,9 @@ class EvalMemo:
         self.effects: dict = Bounded(limit)
         self.oracles: dict = Bounded(limit)
         self.shapes: dict = Bounded(limit)      # oracle key -> (cycles, has an rw edge)
-        self.isolation: dict = Bounded(limit)   # (oracle key, seqs) -> isolation violations
+        # Analysis.shared: (oracle key, lineage sequence numbers) -> a check's result
+        self.isolation: dict = Bounded(limit)   # the isolation check's violations
+        self.lineage_events: dict = Bounded(limit)   # reachability's events of the lineage
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity

@@ -253,19 +253,11 @@ def _left(eff, key, missing):
 def check(a) -> list:
     """One violation per elementary dependency cycle, weakest anomaly first.
 
-    Shared between evaluations (``EvalMemo.isolation``) when the history is self-contained:
+    Shared between evaluations (``Analysis.shared``) when the history is self-contained:
     then the dependency graph, its cycles and everything a message names (each operation on
     the lineage: its label, record and sequence number; the effects; the key) are functions
     of the oracle's key and the lineage's sequence numbers (issue 13)."""
-    h = a.history
-    key = h.oracle_key
-    if key is None or h.memo is None or not h.self_contained():
-        return _check(a)
-    key = (key, tuple(s.sequence_number for s in h.lineage))
-    got = h.memo.isolation.get(key)
-    if got is None:
-        got = h.memo.isolation[key] = _check(a)
-    return list(got)
+    return list(a.shared("isolation", _check))
 
 
 def _check(a) -> list:

@@ -82,10 +82,20 @@ def reached(a: Analysis) -> set[str]:
     for w in h.state.writers:
         if w.attempt > 0:
             ev.add("lost_race")
+    if h.state.store.deleted:
+        ev.add("files_deleted")
     lineage_ids = {s.snapshot_id for s in h.lineage}
     if any(op.acknowledged and op.record is not None and op.snapshot_id not in lineage_ids
            for op in h.ops):
         ev.add("off_lineage_commit")
+    return ev | a.shared("lineage_events", _lineage_events)
+
+
+def _lineage_events(a: Analysis) -> frozenset[str]:
+    """The events of the committed history: the lineage, its operations, their effects and
+    the dependency graph (shared between evaluations, ``Analysis.shared``)."""
+    h = a.history
+    ev: set[str] = set()
     ops = [op for op in h.committed_ops if op.record is not None]
     if len(ops) >= 2:
         ev.add("multi_commit_lineage")
@@ -135,6 +145,4 @@ def reached(a: Analysis) -> set[str]:
         ev.add("rw_edge")
     if a.cycles:
         ev.add("dependency_cycle")
-    if h.state.store.deleted:
-        ev.add("files_deleted")
-    return ev
+    return frozenset(ev)
