@@ -255,10 +255,6 @@ class LevelStats:
         res.outcomes |= self.outcomes
 
 
-#: entries of the expander's small memo tables before each is emptied (bounded memory)
-MEMO_LIMIT = 100_000
-
-
 # -- the per-process worker ---------------------------------------------------------------------
 class Expander:
     """Expands states and judges them; holds the states it generated (one BFS level)."""
@@ -277,8 +273,6 @@ class Expander:
         self.verdicts: dict[tuple, tuple] = {}
         from icecheck.properties import EvalMemo
         self.memo = EvalMemo(self.fp.content)
-        self._pruned: dict = {}    # see _pruned_after
-        self._covered: dict = {}   # see _count_coverage
         self.model.content_key = self.fp.content
 
     def initial(self) -> tuple[bytes, bytes]:
@@ -396,36 +390,11 @@ class Expander:
                 continue
             s2 = model.step(s, a)
             stats.explored += 1
-            self._count_coverage(stats.coverage, s, s2, a)
+            self._coverage(stats.coverage, s, s2, a)
             fp2, conc2 = self.fingerprints(s2)
-            p2 = self._pruned_after(a, model.actions(s2)) if self.por else frozenset()
+            p2 = pruned_after(a, model.actions(s2)) if self.por else frozenset()
             out.append((fp2, label, conc2, p2, s2))
         return out
-
-    def _pruned_after(self, a: Action, enabled: list[Action]) -> frozenset:
-        """``por.pruned_after``, memoised on the edge and the actions enabled after it."""
-        key = (a, tuple(enabled))
-        got = self._pruned.get(key)
-        if got is None:
-            if len(self._pruned) >= MEMO_LIMIT:
-                self._pruned.clear()
-            got = self._pruned[key] = pruned_after(a, enabled)
-        return got
-
-    def _count_coverage(self, cov: Counter, s: State, s2: State, a: Action) -> None:
-        """``_coverage`` of a transition, memoised on the action and its writer's state
-        before and after (by content): all it reads."""
-        fp = self.fp
-        key = (a, fp.content(s.writer(a.writer)), fp.content(s2.writer(a.writer)))
-        got = self._covered.get(key)
-        if got is None:
-            if len(self._covered) >= MEMO_LIMIT:
-                self._covered.clear()
-            one: Counter = Counter()
-            self._coverage(one, s, s2, a)
-            got = self._covered[key] = tuple(one.items())
-        for label, n in got:
-            cov[label] += n
 
     @staticmethod
     def _coverage(cov: Counter, s: State, s2: State, a: Action) -> None:
