@@ -160,7 +160,8 @@ class EvalMemo:
     repeat the same operations): a snapshot's rows and live files (``History.rows``,
     ``History.live_files``), an operation's logical effect (``oracle.memo_effect``) and the
     oracle of a lineage (``oracle.memo_oracle``) with, when the history is self-contained
-    (``History.self_contained``), its dependency cycles, keyed by *content*, through
+    (``History.self_contained``), its dependency cycles, the isolation check's violations and
+    the lineage's reachability events (``Analysis.shared``), keyed by *content*, through
     ``content``: a function of an immutable model object (a frozen dataclass) to a key that
     is equal for equal objects and different for different ones (the checker passes its
     fingerprinter's digest, cached on each object). Entries only ever depend on their key, so

@@ -95,3 +95,17 @@ def test_pipelines_and_tools_sections_render():
     assert "| examples/x.yaml | 12 | 0.1 | undelete (known_finding): 7 / 0.05 s / 9 |" in md
     assert "| `icecheck z3 prove-filters` | 0 | 1.5 |" in md
     assert "skipped: Java 17 is not installed" in md
+
+
+def test_instruction_count_benchmark_needs_valgrind_and_a_known_configuration(monkeypatch, capsys):
+    import shutil
+
+    import pytest
+
+    from benchmarks import instructions
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert instructions.main([]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="no configuration 'nope'"):
+        instructions._entry("nope")
+    assert instructions._entry("mor-serializable-3w2op-delete")["writers"] == 3
