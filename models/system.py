@@ -421,7 +421,8 @@ class Model:
         that no id is reused while it stands (``alive`` is compared on a hit). With
         ``content_key`` (the exhaustive checker passes its fingerprinter's content digest,
         cached on each object) they are keyed by content, so that equal objects built along
-        different paths share entries (a third of the steps of a 3-writer search): the writer
+        different paths share entries (mor-serializable-3w2op-delete: the handlers run 3,565
+        times for 35,464 steps, against 11,396 with identity keys): the writer
         by its own content (it is a value), each metadata file by what it reaches
         (``_reach_key``), never by its own content alone, which does not fix its manifests."""
         store = state.store
