@@ -74,12 +74,9 @@ class ObjectStore(Mapping[str, Any]):
         """(objects this store has that ``older`` never had, in insertion order; paths it
         deleted that ``older`` had not): what a step did to the store, to apply again to
         another store (``Model.step``'s memo)."""
-        objs, old = self._objects, older._objects
-        if len(objs) == len(old):
-            added = {}
-        else:
-            added = {p: o for p, o in objs.items() if p not in old}
-        return added, self._deleted - older._deleted
+        old = older._objects
+        return {p: o for p, o in self._objects.items() if p not in old}, \
+            self._deleted - older._deleted
 
     def archive(self) -> Mapping[str, Any]:
         """Every object ever written, deleted ones included (for the history analysis only)."""
