@@ -290,15 +290,21 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
     plain = PlainProgress()
 
     def progress(p: dict) -> None:
-        rate = p["states"] / p["elapsed"] if p["elapsed"] > 0 else 0.0
+        # the rate of states expanded so far (the states found, less the part of the current
+        # level not yet expanded): it does not fall while one large level is expanded
+        done = p["states"] - p["frontier"] + p.get("expanded", p["frontier"])
+        rate = done / p["elapsed"] if p["elapsed"] > 0 else 0.0
         eta = ""
         if max_states and rate > 0:
             # an upper bound: the search may finish before it reaches --max-states
             eta += f"  at most {max(0.0, (max_states - p['states']) / rate):.0f}s to --max-states"
         if time_budget:
             eta += f"  budget left {max(0.0, time_budget - p['elapsed']):.0f}s"
+        level = (f" ({p['expanded']:,} expanded)" if p.get("expanded") is not None
+                 and p["expanded"] < p["frontier"] else "")
         line = (f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
-                f"frontier {p['frontier']:,}  depth {p['depth']}  {p['elapsed']:.1f}s{eta}")
+                f"frontier {p['frontier']:,}{level}  depth {p['depth']}  "
+                f"{p['elapsed']:.1f}s{eta}")
         live.update(Text(line))
         plain.maybe(line)
 

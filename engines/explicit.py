@@ -668,8 +668,11 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
                         res.notes.append(guard.note(expanded))
                         raise _Stop()
                 if progress:
+                    # "expanded": how much of this level is done (a level of millions of
+                    # states takes minutes; states are counted when the level is merged)
                     progress({"states": res.states, "depth": depth,
                               "frontier": len(frontier), "transitions": res.transitions,
+                              "expanded": min(sum(pos), len(frontier)),
                               "elapsed": time.monotonic() - start})
             # verdicts of this level, in frontier order (deterministic)
             judged_all.sort(key=lambda x: order[x[0]])

@@ -254,3 +254,17 @@ def test_deleted_objects_are_part_of_the_fingerprint():
     assert fp.fingerprint(s) != fp.fingerprint(s2)
     fresh = ObjectStore(dict(s2.store._objects), s2.store.deleted)
     assert fp.fingerprint(dataclasses.replace(s, store=fresh)) == fp.fingerprint(s2)
+
+
+def test_bfs_progress_reports_how_much_of_the_level_is_expanded():
+    """Progress within a level (a level of millions of states takes minutes): each report
+    says how many of the level's states are expanded, and the last one of a level all."""
+    cfg = with_retries(mix_config("spark-3.5-mor-serializable", 3, 1, ("delete", "update")), 0)
+    seen: list = []
+    search(cfg, engine="bfs", traces=False, progress=seen.append)
+    assert seen
+    last: dict = {}
+    for p in seen:
+        assert 0 < p["expanded"] <= p["frontier"]
+        last[p["depth"]] = p
+    assert all(p["expanded"] == p["frontier"] for p in last.values())
