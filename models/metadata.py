@@ -160,3 +160,19 @@ class TableMetadata:
         while snap is not None:
             yield snap
             snap = self.snapshot(snap.parent_id)
+
+
+def snapshot_files_key(snapshot: Snapshot, get, content) -> tuple:
+    """The content of what a reader of ``snapshot`` opens through it: its manifest list and
+    each manifest it names (their entries carry the files, rows included), by ``content``
+    (a key of a model object), in order; ``get`` finds an object by path (None for one it does
+    not find, if it returns None rather than raising). The key the checker's memos use for a
+    snapshot's rows (``History.rows_key``) and a step's reach (``Model._reach_key``)."""
+    mlist = get(snapshot.manifest_list)
+    if mlist is None:
+        return (None,)
+    out = [content(mlist)]
+    for path in mlist.manifests:
+        m = get(path)
+        out.append(None if m is None else content(m))
+    return tuple(out)

@@ -32,7 +32,7 @@ from . import rewrite_manifests as rwm_
 from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
                          REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
-from .metadata import TableMetadata
+from .metadata import TableMetadata, snapshot_files_key
 from .files import DV, POSITION_DELETES
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
@@ -449,17 +449,8 @@ class Model:
         got = meta.__dict__.get("_icecheck_reach")
         if got is not None and got[0] == token:
             return got[1]
-        parts = [f(meta)]
-        for snap in meta.snapshots:
-            mlist = store.written(snap.manifest_list)
-            if mlist is None:
-                parts.append(None)
-                continue
-            parts.append(f(mlist))
-            for path in mlist.manifests:
-                m = store.written(path)
-                parts.append(None if m is None else f(m))
-        key = tuple(parts)
+        key = (f(meta),) + tuple(snapshot_files_key(snap, store.written, f)
+                                 for snap in meta.snapshots)
         object.__setattr__(meta, "_icecheck_reach", (token, key))
         return key
 

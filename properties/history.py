@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icecheck.models.commands_spec import Command
-from icecheck.models.metadata import Snapshot, TableMetadata
+from icecheck.models.metadata import Snapshot, TableMetadata, snapshot_files_key
 from icecheck.models.reads import live_data_entries, live_delete_entries, read_rows
 from icecheck.models.operations import TRANSACTION
 from icecheck.models.system import COMMITTED, Model, OpRecord, State
@@ -159,9 +159,7 @@ class History:
                 if cached is not None and cached[0] == self.memo.token:
                     got = cached[1]
                 else:
-                    store, content = self.store, self.memo.content
-                    mlist = store[snap.manifest_list]
-                    got = (content(mlist),) + tuple(content(store[p]) for p in mlist.manifests)
+                    got = snapshot_files_key(snap, self.store.__getitem__, self.memo.content)
                     object.__setattr__(snap, "_icecheck_rows_key", (self.memo.token, got))
             self._rows_keys[snapshot_id] = got
         return got
