@@ -160,7 +160,7 @@ class EvalMemo:
     repeat the same operations): a snapshot's rows and live files (``History.rows``,
     ``History.live_files``), an operation's logical effect (``oracle.memo_effect``) and the
     oracle of a lineage (``oracle.memo_oracle``) with, when the history is self-contained
-    (``History.self_contained``), its dependency cycles, the isolation check's violations and
+    (``History.self_contained``), its dependency cycles, the lineage checks' violations and
     the lineage's reachability events (``Analysis.shared``), keyed by *content*, through
     ``content``: a function of an immutable model object (a frozen dataclass) to a key that
     is equal for equal objects and different for different ones (the checker passes its
@@ -181,8 +181,11 @@ class EvalMemo:
         self.oracles: dict = Bounded(limit)
         self.shapes: dict = Bounded(limit)      # oracle key -> (cycles, has an rw edge)
         # Analysis.shared: (oracle key, lineage sequence numbers) -> a check's result
-        self.isolation: dict = Bounded(limit)   # the isolation check's violations
+        self.lineage_checks: dict = Bounded(limit)   # the lineage checks' violations
         self.lineage_events: dict = Bounded(limit)   # reachability's events of the lineage
+        # (id of a violation, the run's profiles, catalog, format) -> (the violation, its
+        # expectation): the lineage checks' violations are shared objects, judged once
+        self.expectations: dict = Bounded(limit)
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity

@@ -12,6 +12,7 @@ import fnmatch
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 
 from .violation import PROPERTIES, Violation
@@ -179,15 +180,17 @@ def _expectation_of(rules, profile: str, catalog: str, format_version: int,
     return Expectation(MUST_HOLD, DEFAULT_REASON)
 
 
-def split_expected(profile: str, catalog: str, format_version: int, violations):
+def split_expected(profile: str, catalog: str, format_version: int, violations,
+                   expect: Callable[[Violation], Expectation] | None = None):
     """(unexpected: violations of properties that must hold, [(expected violation, why)]).
 
     Known findings stay in the first list: they are violations. Only the CI gate tolerates them
-    (see ``is_known_finding``)."""
+    (see ``is_known_finding``). ``expect``: ``expectation`` of a violation for these
+    profile, catalog and format, memoised by the caller (``traces.execute.judge``)."""
     unexpected: list[Violation] = []
     allowed: list[tuple[Violation, Expectation]] = []
     for v in violations:
-        e = expectation(profile, catalog, format_version, v)
+        e = expect(v) if expect is not None else expectation(profile, catalog, format_version, v)
         if e.status == ALLOWED:
             allowed.append((v, e))
         else:

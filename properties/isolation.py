@@ -253,14 +253,10 @@ def _left(eff, key, missing):
 def check(a) -> list:
     """One violation per elementary dependency cycle, weakest anomaly first.
 
-    Shared between evaluations (``Analysis.shared``) when the history is self-contained:
-    then the dependency graph, its cycles and everything a message names (each operation on
-    the lineage: its label, record and sequence number; the effects; the key) are functions
-    of the oracle's key and the lineage's sequence numbers (issue 13)."""
-    return list(a.shared("isolation", _check))
-
-
-def _check(a) -> list:
+    A lineage check (``properties._CHECKS``): when the history is self-contained the
+    dependency graph, its cycles and everything a message names (each operation on the
+    lineage: its label, record and sequence number; the effects; the key) are functions of the
+    oracle's key and the lineage's sequence numbers (issue 13)."""
     from .common import jsonable
     from .violation import VIOLATION, Violation
 

@@ -16,6 +16,7 @@ from icecheck.engines.config import mix_config
 from icecheck.engines.explicit import Expander, Bounds, few_collections, with_retries
 from icecheck.properties import EvalMemo, analysis, dependency_graph, evaluate, reached
 from icecheck.properties.isolation import find_cycles
+from icecheck.traces.execute import judge
 
 
 def _states(cfg, limit=400):
@@ -46,9 +47,16 @@ def _plain(vs):
     ("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1),
     ("spark-3.5-mor-serializable", 2, 2, ("delete", "update", "insert"), 1, "cas", 2, 1),
     ("spark-3.5-cow-serializable", 3, 1, ("insert",), 1, "last_writer_wins", 2, 4),
-], ids=lambda c: f"{c[0]}-{c[1]}w{c[2]}op-{c[5]}")
+    # expiry deletes files without a new snapshot, crashes and faults leave staged work; a
+    # phantom failure commits a snapshot its writer retries: what the lineage does not say
+    ("spark-3.5-cow-serializable", 2, 1, ("insert", "merge", "expire"), 1, "cas", 2, 1,
+     {"faults": True, "crashes": True}),
+    ("spark-3.5-mor-serializable", 2, 1, ("delete", "rewrite_manifests", "rewrite_deletes"), 1,
+     "cas", 2, 2, {"phantom_failures": True}),
+], ids=lambda c: f"{c[0]}-{c[1]}w{c[2]}op-{c[5]}-{'-'.join(c[3])}")
 def test_memoised_evaluation_equals_a_fresh_one(config):
-    cfg = with_retries(mix_config(*config[:7]), config[7])
+    flags = config[8] if len(config) > 8 else {}
+    cfg = with_retries(mix_config(*config[:7], **flags), config[7])
     ex, states = _states(cfg)
     memo = EvalMemo(ex.fp.content)
     violated = 0
@@ -59,7 +67,19 @@ def test_memoised_evaluation_equals_a_fresh_one(config):
         shared = (_plain(evaluate(ex.model, s, memo=memo)), reached(ex.model, s, memo=memo))
         assert shared == fresh
         violated += bool(fresh[0])
-    assert violated and memo.rows and memo.effects and memo.oracles and memo.shapes
+        # the judgement too: each violation's expectation is memoised on the shared objects
+        analysis._CACHE.clear()
+        plain = judge(cfg, ex.model, s)
+        analysis._CACHE.clear()
+        memoised = judge(cfg, ex.model, s, memo)
+        assert [(_plain(j.unexpected), _plain(v for v, _ in j.expected),
+                 [(v.property, e) for v, e in j.known]) for j in (memoised,)] == \
+            [(_plain(plain.unexpected), _plain(v for v, _ in plain.expected),
+              [(v.property, e) for v, e in plain.known])]
+    assert memo.rows and memo.effects and memo.oracles and memo.shapes
+    assert memo.lineage_checks and memo.lineage_events
+    if not flags:   # the first three show violations within their first 400 states
+        assert violated and memo.expectations
 
 
 def test_a_bounded_memo_forgets_and_still_agrees():
@@ -72,7 +92,8 @@ def test_a_bounded_memo_forgets_and_still_agrees():
         fresh = (_plain(evaluate(ex.model, s)), reached(ex.model, s))
         analysis._CACHE.clear()
         assert (_plain(evaluate(ex.model, s, memo=memo)), reached(ex.model, s, memo=memo)) == fresh
-        assert all(len(t) <= 3 for t in (memo.rows, memo.effects, memo.oracles, memo.shapes))
+        assert all(len(t) <= 3 for t in (memo.rows, memo.effects, memo.oracles, memo.shapes,
+                                         memo.lineage_checks, memo.lineage_events))
 
 
 def test_dependency_graph_and_cycles_match_networkx():

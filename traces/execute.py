@@ -66,11 +66,12 @@ def reached(model: Model, state: State, key: str = "id", memo=None) -> set[str]:
     return set(_reached(model, state, key=key, memo=memo))
 
 
-def split(cfg: ExploreConfig, violations: list) -> tuple[list, list]:
-    """(unexpected violations, [(violation, expectation)]) for this configuration."""
+def split(cfg: ExploreConfig, violations: list, expect=None) -> tuple[list, list]:
+    """(unexpected violations, [(violation, expectation)]) for this configuration.
+    ``expect``: see ``properties.split_expected``."""
     from icecheck.properties import split_expected
     unexpected, expected = split_expected(cfg.judged_profiles, cfg.catalog, cfg.format_version,
-                                          violations)
+                                          violations, expect)
     return list(unexpected), list(expected)
 
 
@@ -126,13 +127,25 @@ class Judgement:
 
 
 def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgement:
-    """``memo``: a ``properties.EvalMemo`` shared between the judgements of one search."""
+    """``memo``: a ``properties.EvalMemo`` shared between the judgements of one search (it also
+    keeps each violation's expectation: the lineage checks' violations are shared objects)."""
     from icecheck.properties.expectations import KNOWN_FINDING, expectation
+    profile, catalog, fv = cfg.judged_profiles, cfg.catalog, cfg.format_version
+
+    def expect(v):
+        if memo is None:
+            return expectation(profile, catalog, fv, v)
+        key = (id(v), profile, catalog, fv)
+        got = memo.expectations.get(key)
+        if got is None or got[0] is not v:
+            got = memo.expectations[key] = (v, expectation(profile, catalog, fv, v))
+        return got[1]
+
     violations = evaluate(model, state, cfg.key, memo)
-    unexpected, expected = split(cfg, violations)
+    unexpected, expected = split(cfg, violations, expect)
     known = []
     for v in unexpected:
-        e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v)
+        e = expect(v)
         if e.status == KNOWN_FINDING:
             known.append((v, e))
     return Judgement(violations, unexpected, expected, {v.property for v in violations}, known)
