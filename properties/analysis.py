@@ -178,7 +178,8 @@ class EvalMemo:
         self.token = next(EvalMemo._tokens)
         self.rows: dict = Bounded(limit)
         self.effects: dict = Bounded(limit)
-        self.oracles: dict = Bounded(limit)
+        self.oracles: dict = Bounded(limit)     # oracle key -> (its number, the oracle)
+        self.ids = itertools.count(1)           # the oracle keys' numbers
         self.shapes: dict = Bounded(limit)      # oracle key -> (cycles, has an rw edge)
         # Analysis.shared: (oracle key, lineage sequence numbers) -> a check's result
         self.lineage_checks: dict = Bounded(limit)   # the lineage checks' violations

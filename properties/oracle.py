@@ -409,27 +409,68 @@ def memo_oracle(h: History, kf: KeyFn) -> Oracle:
     did not reach the lineage (an operation that failed or is still in flight) share one
     oracle (issue 13: 2,326 oracles for 9,089 evaluations on mor-serializable-3w2op-delete).
     A cherry-pick's effect reads the store: never shared. Each caller gets its own
-    ``effects`` dict (the isolation check adds off-lineage effects to it)."""
+    ``effects`` dict (the isolation check adds off-lineage effects to it).
+
+    ``h.oracle_key`` becomes a small int naming that key (a new one per entry of the memo's
+    table, never reused): the keys of ``Analysis.shared`` hash it instead of the whole key."""
     memo = h.memo
     if memo is None:
         return run_oracle(h, kf)
+    key_t = _oracle_key(h, kf)
+    if key_t is None:
+        return run_oracle(h, kf)
+    got = memo.oracles.get(key_t)
+    if got is None:
+        got = memo.oracles[key_t] = (next(memo.ids), run_oracle(h, kf))
+    h.oracle_key = got[0]
+    return replace(got[1], effects=dict(got[1].effects))
+
+
+def _oracle_key(h: History, kf: KeyFn) -> tuple | None:
+    """``memo_oracle``'s key (None: not shared), cached on the metadata object by the
+    identity of the lineage's records when the metadata holds every snapshot the key reads
+    (the lineage and its operations' bases): then the key is a function of the metadata
+    object and those records (a snapshot object reaches the same content wherever it is,
+    ``History.rows_key``). The cache pins the records, so their ids are not reused."""
+    meta = h.meta
+    memo = h.memo
+    ids = (memo.token, kf.key, kf.scope) + tuple(
+        None if op is None else id(op.record) if op.record is not None else op.index
+        for op in h.lineage_ops)
+    cache = meta.__dict__.get("_icecheck_ok")
+    if cache is not None:
+        got = cache.get(ids)
+        if got is not None:
+            return got[1]
     content = memo.content
     key: list = [kf.key, kf.scope]
+    local = True
     for snap, op in zip(h.lineage, h.lineage_ops):
         sid = snap.snapshot_id
+        if meta.snapshot(sid) is None:
+            local = False
         if op is None:
             who = None
         elif getattr(op.intent, "kind", None) == ops.CHERRY_PICK:
-            return run_oracle(h, kf)
+            return None
         else:
+            base = op.base_snapshot_id
+            if base is not None and meta.snapshot(base) is None:
+                local = False
             who = (op.label, content(op.record) if op.record is not None else op.index,
-                   h.rows_key(op.base_snapshot_id))
+                   h.rows_key(base))
         key.append((sid, h.rows_key(sid), sid in h.inner_ids, who))
-    key_t = h.oracle_key = tuple(key)
-    got = memo.oracles.get(key_t)
-    if got is None:
-        got = memo.oracles[key_t] = run_oracle(h, kf)
-    return replace(got, effects=dict(got.effects))
+    key_t = tuple(key)
+    if local:
+        if cache is None or len(cache) >= _KEYS_PER_METADATA:
+            cache = {}
+            object.__setattr__(meta, "_icecheck_ok", cache)
+        cache[ids] = (tuple(op.record for op in h.lineage_ops if op is not None), key_t)
+    return key_t
+
+
+#: ``_oracle_key``'s cache on one metadata object holds at most this many keys
+_KEYS_PER_METADATA = 64
 
 
 def run_oracle(h: History, kf: KeyFn) -> Oracle:
