@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from icecheck.models import catalog as cat
@@ -69,10 +70,11 @@ class ExploreConfig:
             return self.profile
         return ", ".join(f"w{i} {self.profile_of(i)}" for i in range(1, len(self.writers) + 1))
 
-    @property
+    @cached_property
     def judged_profiles(self):
         """What the expectation table judges this run under: the profile, or for a mixed run
-        the tuple of every writer's profile (``properties.expectations.expectation``)."""
+        the tuple of every writer's profile (``properties.expectations.expectation``). Cached
+        (the configuration is frozen): a search asks at every evaluation."""
         if not self.mixed:
             return self.profile
         return tuple(sorted({self.profile_of(i) for i in range(1, len(self.writers) + 1)}))
