@@ -274,6 +274,7 @@ class Expander:
         from icecheck.properties import EvalMemo
         self.memo = EvalMemo(self.fp.content)
         self.model.content_key = self.fp.content
+        self._labels: dict = {}   # _coverage's memo
 
     def initial(self) -> tuple[bytes, bytes]:
         s = self.model.initial()
@@ -396,35 +397,52 @@ class Expander:
             out.append((fp2, label, conc2, p2, s2))
         return out
 
-    @staticmethod
-    def _coverage(cov: Counter, s: State, s2: State, a: Action) -> None:
-        cov[f"action {a.kind}"] += 1
+    def _coverage(self, cov: Counter, s: State, s2: State, a: Action) -> None:
+        """Count the transition's coverage labels: a function of the action's kind and the
+        stepping writer before and after, memoised by their identity (the step memo shares
+        writer objects; the entry keeps them alive, so their ids are not reused)."""
         w1, w2 = s.writer(a.writer), s2.writer(a.writer)
+        key = (id(w1), id(w2), a.kind)
+        got = self._labels.get(key)
+        if got is None:
+            if len(self._labels) >= self.LABELS_MEMO:
+                self._labels.clear()
+            got = self._labels[key] = (w1, w2, self._labels_of(w1, w2, a))
+        for label in got[2]:
+            cov[label] += 1
+
+    LABELS_MEMO = 50_000
+
+    @staticmethod
+    def _labels_of(w1, w2, a: Action) -> list[str]:
+        """The coverage labels of one transition of writer w1 -> w2 by an action of ``a.kind``."""
+        out = [f"action {a.kind}"]
         finished = len(w2.history) > len(w1.history)
         rec = w2.history[-1] if finished else None
         if a.kind == S.BEGIN:
-            cov["begin: " + ("noop (nothing to change)" if finished and rec.outcome == S.NOOP
-                             else "planned")] += 1
+            out.append("begin: " + ("noop (nothing to change)"
+                                    if finished and rec.outcome == S.NOOP else "planned"))
         elif a.kind == S.REFRESH:
             if finished and rec.outcome == S.VALIDATION_FAILED:
-                cov[f"validation failed: {rec.check}"] += 1
+                out.append(f"validation failed: {rec.check}")
             elif w2.phase == S.PREPARED:
                 v = w1.operation.validations
                 if v.validate_on_first_attempt or w1.attempt > 0:
                     names = v.enabled() or ["(no validation enabled)"]
                     for n in names:
-                        cov[f"validation passed: {n.split('(')[0]}"] += 1
+                        out.append(f"validation passed: {n.split('(')[0]}")
                 else:
-                    cov["validation skipped (first attempt)"] += 1
+                    out.append("validation skipped (first attempt)")
         elif a.kind in (S.CAS, S.CAS_REPLY_LOST, S.CAS_NOT_APPLIED):
             if finished:
                 label = rec.outcome + (" (applied)" if rec.outcome == S.COMMIT_UNKNOWN
                                        and rec.applied else "")
-                cov[f"commit: {label}"] += 1
+                out.append(f"commit: {label}")
             else:
-                cov[f"commit: lost race, retry {w2.attempt}"] += 1
+                out.append(f"commit: lost race, retry {w2.attempt}")
         elif a.kind == S.CRASH:
-            cov[f"crash while {w1.phase}"] += 1
+            out.append(f"crash while {w1.phase}")
+        return out
 
 
 # -- the garbage collector ----------------------------------------------------------------------

@@ -218,6 +218,20 @@ def test_coverage_shows_validation_branches():
     assert "commit: committed" in keys
 
 
+@pytest.mark.parametrize("engine", ["bfs", "dfs"])
+def test_memoised_coverage_labels_count_the_same(engine, monkeypatch):
+    """The coverage labels memo (by the stepping writer's identity before and after) counts
+    what computing every transition's labels counts; faults, retries and crashes included."""
+    cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 1, ("insert", "delete"), 1,
+                                  faults=True, crashes=True), 1)
+    memoised = search(cfg, engine=engine, traces=False, bounds=Bounds(max_states=3000))
+    from icecheck.engines.explicit import Expander
+    monkeypatch.setattr(Expander, "LABELS_MEMO", 0)     # forgets before every new entry
+    fresh = search(cfg, engine=engine, traces=False, bounds=Bounds(max_states=3000))
+    assert memoised.coverage == fresh.coverage and sum(fresh.coverage.values()) > 500
+    assert any(k.startswith("crash while") for k in fresh.coverage)
+
+
 def test_cli_bfs(tmp_path):
     from click.testing import CliRunner
     from icecheck.cli.main import main
