@@ -103,9 +103,18 @@ class Perm:
         self.map = {k: v for k, v in mapping.items() if k != v}
         self.identity = not self.map
         self.strings: dict[str, bytes] = {}
+        self.orders: dict[int, list[int]] = {}
 
     def writer(self, i: int) -> int:
         return self.map.get(i, i)
+
+    def order(self, n: int) -> list[int]:
+        """The positions of a state's ``n`` writers sorted by the slots this permutation sends
+        them to (a state keeps its writers in slot order: ``Model.initial``, ``_put_writer``)."""
+        got = self.orders.get(n)
+        if got is None:
+            got = self.orders[n] = sorted(range(n), key=lambda i: self.writer(i + 1))
+        return got
 
     def name(self, name: str) -> str:
         return self._str(name)
@@ -318,8 +327,9 @@ class Fingerprinter:
         # the same bytes as _enc of the catalog entry (a dataclass: b"D" + its digest)
         out = [b"State(D", self.obj_digest(state.catalog, p),
                b"S" + self.store_digest(state.store, p).to_bytes(16, "little"), b"("]
-        for w in sorted(state.writers, key=lambda w: p.writer(w.slot)):
-            out.append(b"D" + self.obj_digest(w, p))
+        ws = state.writers
+        for i in p.order(len(ws)):
+            out.append(b"D" + self.obj_digest(ws[i], p))
         out.append(b"))")
         return _h(b"".join(out))
 

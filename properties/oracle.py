@@ -27,8 +27,9 @@ undelete, a lost write, duplicate keys, or (otherwise) a consistent-read violati
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from icecheck.models import operations as ops
@@ -423,7 +424,9 @@ def memo_oracle(h: History, kf: KeyFn) -> Oracle:
     if got is None:
         got = memo.oracles[key_t] = (next(memo.ids), run_oracle(h, kf))
     h.oracle_key = got[0]
-    return replace(got[1], effects=dict(got[1].effects))
+    mine = copy.copy(got[1])
+    mine.effects = dict(mine.effects)
+    return mine
 
 
 def _oracle_key(h: History, kf: KeyFn) -> tuple | None:
