@@ -175,6 +175,11 @@ def test_memoised_candidates_are_the_state_s_own():
         for s in frontier:
             own = [p.index for p in fp._candidates_of(s)]
             assert [p.index for p in fp.candidates(s)] == own
+            # Fingerprinter.under hashes the writers in Perm.order, which assumes slot order
+            assert [w.slot for w in s.writers] == [1, 2, 3]
+            for p in fp.perms:
+                assert [s.writers[i] for i in p.order(3)] == \
+                    sorted(s.writers, key=lambda w: p.writer(w.slot))
             tied += len(own) > 1
             h = fp.fingerprint(s)
             if h not in seen:
