@@ -303,6 +303,7 @@ class Model:
         self.memoise = True
         self._content_key: Callable[[Any], Any] | None = None
         self._content_token = 0
+        self._reach_names: dict[tuple, int] = {}   # see _reach_key
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -315,6 +316,7 @@ class Model:
         self._content_key = f
         self._content_token = next(_TOKENS)   # tags what _reach_key caches on objects
         self._steps.clear()
+        self._reach_names.clear()
 
     # -- states ---------------------------------------------------------------------------
     def initial(self) -> State:
@@ -438,9 +440,10 @@ class Model:
         return head + tuple(self._reach_key(store, m) for m in metas) + (f(w),), ()
 
     def _reach_key(self, store: ObjectStore, meta: TableMetadata | None):
-        """The content of a metadata file and of everything a step can read through it: each
-        snapshot's manifest list and manifests (their entries carry the files, rows
-        included). Cached on the object (it reaches content-equal objects in every state
+        """A name (an int) of the content of a metadata file and of everything a step can read
+        through it: each snapshot's manifest list and manifests (their entries carry the
+        files, rows included); equal contents get one name while ``_reach_names`` holds it.
+        Cached on the object (it reaches content-equal objects in every state
         that holds it: it enters a store with the objects written with it, and what it
         reaches of older ones was equal in content, part of the key that replayed it)."""
         if meta is None:
@@ -451,8 +454,16 @@ class Model:
             return got[1]
         key = (f(meta),) + tuple(snapshot_files_key(snap, store.written, f)
                                  for snap in meta.snapshots)
-        object.__setattr__(meta, "_icecheck_reach", (token, key))
-        return key
+        # named by a number (never reused), so that a step's key hashes one int per metadata
+        # file, not the nested content on every step
+        names = self._reach_names
+        name = names.get(key)
+        if name is None:
+            if len(names) >= STEP_MEMO_SIZE:
+                names.clear()
+            name = names[key] = next(_TOKENS)
+        object.__setattr__(meta, "_icecheck_reach", (token, name))
+        return name
 
     def _apply(self, state: State, w: WriterState, action: Action) -> State:
         handler = getattr(self, "_" + action.kind)
