@@ -22,7 +22,7 @@ from .violation import VIOLATION, Violation
 
 def check(a: Analysis) -> list[Violation]:
     out = []
-    for what, path, sid in missing_objects(a.history.state):
+    for what, path, sid in _missing(a.history):
         where = f" of snapshot {sid}" if sid is not None else ""
         out.append(Violation(
             "readable",
@@ -30,3 +30,22 @@ def check(a: Analysis) -> list[Violation]:
             f"(deleted by snapshot expiry or a commit's clean-up): reading the table fails.",
             VIOLATION, {"object": what, "path": path, "snapshot_id": sid}))
     return out
+
+
+def _missing(h) -> list:
+    """``missing_objects`` of the history's state, cached on the metadata object by the
+    store's deleted paths: an object the metadata reaches is in every store that holds that
+    metadata object unless it was deleted (it enters a store with the objects written with
+    it, and objects leave a store only by deletion; ``Model._step_key``)."""
+    meta, store = h.meta, h.state.store
+    cache = meta.__dict__.get("_icecheck_missing")
+    if cache is None:
+        cache = {}
+        object.__setattr__(meta, "_icecheck_missing", cache)
+    deleted = store.deleted
+    got = cache.get(deleted)
+    if got is None:
+        if len(cache) >= 16:
+            cache.clear()
+        got = cache[deleted] = missing_objects(h.state)
+    return got
