@@ -154,6 +154,10 @@ class Bounded(dict):
         super().__setitem__(key, value)
 
 
+def _keyfn(table, key: str) -> KeyFn:
+    return KeyFn(table.schema.names, key, identity_partition_columns(table))
+
+
 class EvalMemo:
     """Pure pieces of evaluations shared between the evaluations of one model (issue 13: the
     exhaustive checker evaluates thousands of histories that read the same snapshots and
@@ -187,6 +191,14 @@ class EvalMemo:
         # (id of a violation, the run's profiles, catalog, format) -> (the violation, its
         # expectation): the lineage checks' violations are shared objects, judged once
         self.expectations: dict = Bounded(limit)
+        self._keyfns: dict = {}     # (id of a table, key column) -> (the table, its KeyFn)
+
+    def keyfn(self, table, key: str) -> KeyFn:
+        """The table's ``KeyFn`` for ``key`` (immutable: one per table and key column)."""
+        got = self._keyfns.get((id(table), key))
+        if got is None or got[0] is not table:
+            got = self._keyfns[(id(table), key)] = (table, _keyfn(table, key))
+        return got[1]
 
 
 _CACHE: list = []  # [(model, state, key, analysis)]: the last few, by identity
@@ -197,7 +209,7 @@ def analyze(model: Model, state: State, key: str = "id", memo: EvalMemo | None =
         if m is model and s is state and k == key:
             return a
     h = build_history(model, state, memo)
-    kf = KeyFn(h.columns, key, identity_partition_columns(model.table))
+    kf = memo.keyfn(model.table, key) if memo is not None else _keyfn(model.table, key)
     a = Analysis(h, memo_oracle(h, kf), key)
     _CACHE.insert(0, (model, state, key, a))
     del _CACHE[4:]
