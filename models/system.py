@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
+import uuid
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Callable
 
@@ -85,6 +87,20 @@ EMPTY_METADATA_PATH = "v0.metadata.json"
 #: forgetting costs only recomputation: results are equal either way).
 STEP_MEMO_SIZE = 100_000
 _TOKENS = itertools.count(1)
+
+
+def new_token() -> tuple:
+    """A tag no other memo has, in this process or in any other: the memos tag what they cache
+    on model objects (``Model._reach_key``, ``properties.EvalMemo``), and those attributes
+    travel with the objects when states are pickled to another process (the Spark BFS ships
+    each level's states between executors), where a counter alone would repeat a tag and
+    trust a value that names something else there. The process id tells forked processes
+    apart, the random part separate hosts. Tags only say which cache an entry belongs to:
+    no result depends on them."""
+    return (os.getpid(), _HOST_TAG, next(_TOKENS))
+
+
+_HOST_TAG = uuid.uuid4().hex
 
 
 @dataclass(frozen=True, order=True)
@@ -314,7 +330,7 @@ class Model:
     @content_key.setter
     def content_key(self, f: Callable[[Any], Any] | None) -> None:
         self._content_key = f
-        self._content_token = next(_TOKENS)   # tags what _reach_key caches on objects
+        self._content_token = new_token()   # tags what _reach_key caches on objects
         self._steps.clear()
         self._reach_names.clear()
 

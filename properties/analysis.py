@@ -7,7 +7,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from icecheck.models.system import Model, State
+from icecheck.models.system import Model, State, new_token
 
 from .history import History, Op, build_history, describe_intent
 from .oracle import KeyFn, Oracle, identity_partition_columns, memo_oracle
@@ -174,12 +174,10 @@ class EvalMemo:
 
     LIMIT = 50_000
 
-    _tokens = itertools.count(1)
-
     def __init__(self, content: Callable[[Any], Hashable], limit: int = LIMIT):
         self.content = content
         #: tags what this memo caches on model objects (``History.rows_key``)
-        self.token = next(EvalMemo._tokens)
+        self.token = new_token()
         self.rows: dict = Bounded(limit)
         self.effects: dict = Bounded(limit)
         self.oracles: dict = Bounded(limit)     # oracle key -> (its number, the oracle)
