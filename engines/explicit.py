@@ -198,7 +198,9 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
                     index.setdefault(snap.snapshot_id, snap)
         extra = tuple((sid, fp.obj_digest(snap, fp.perms[0]))
                       for sid, snap in sorted(index.items()))
-    return (s.catalog, meta_digest, tuple(writers), s.store.deleted, extra)
+    catalog = s.catalog
+    return (catalog.pointer, catalog.version, meta_digest, tuple(writers), s.store.deleted,
+            extra)
 
 
 def _writer_key(w, fp: Fingerprinter) -> tuple:

@@ -446,10 +446,13 @@ class Model:
         store = state.store
         metas = (store.written(w.base_path), store.written(w.refreshed_path),
                  store.written(w.pending_path))
-        head: tuple = (action, store.deleted)
+        # the action by its label (a string: its hash is cached), the catalog entry by its
+        # fields (no dataclass __hash__ call per step)
+        head: tuple = (str(action), store.deleted)
         if action.kind in READS_HEAD:
-            metas += (store.written(state.catalog.pointer),)
-            head += (state.catalog,)
+            catalog = state.catalog
+            metas += (store.written(catalog.pointer),)
+            head += (catalog.pointer, catalog.version)
         f = self._content_key
         if f is None:
             return head + tuple(map(id, metas)) + (id(w),), metas + (w,)
