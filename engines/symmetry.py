@@ -328,8 +328,13 @@ class Fingerprinter:
         out = [b"State(D", self.obj_digest(state.catalog, p),
                b"S" + self.store_digest(state.store, p).to_bytes(16, "little"), b"("]
         ws = state.writers
+        k, n = p.index, self.nperms
         for i in p.order(len(ws)):
-            out.append(b"D" + self.obj_digest(ws[i], p))
+            w = ws[i]
+            # obj_digest's cache, read inline (a writer is usually hashed before: its twin)
+            cache = w.__dict__.get(_CACHE_ATTR)
+            d = cache[k] if cache is not None and len(cache) == n else None
+            out.append(b"D" + (d if d is not None else self.obj_digest(w, p)))
         out.append(b"))")
         return _h(b"".join(out))
 
@@ -348,7 +353,13 @@ class Fingerprinter:
             return [self._identity]
         # the candidates are a function of the order of the signatures within each class,
         # ties included: memoised on each class's dense ranks
-        sig = {w.slot: self.obj_digest(w, self.blind) for w in state.writers}
+        blind, k, n = self.blind, self.blind.index, self.nperms
+        sig = {}
+        for w in state.writers:
+            # obj_digest's cache, read inline
+            cache = w.__dict__.get(_CACHE_ATTR)
+            d = cache[k] if cache is not None and len(cache) == n else None
+            sig[w.slot] = d if d is not None else self.obj_digest(w, blind)
         pattern = []
         for c in self.classes:
             if len(c) > 1:
