@@ -181,12 +181,13 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     meta = s.metadata
     meta_digest, off = _meta_key(meta, fp)
     writers = []
+    listed = meta._by_id         # the metadata's snapshots by id (TableMetadata.snapshot)
     for w in s.writers:
         part, sids = _writer_key(w, fp)
         writers.append(part)
         if not off:
             for sid in sids:
-                if meta.snapshot(sid) is None:
+                if sid not in listed:
                     off = True
                     break
     extra = None

@@ -456,7 +456,13 @@ class Model:
         f = self._content_key
         if f is None:
             return head + tuple(map(id, metas)) + (id(w),), metas + (w,)
-        return head + tuple(self._reach_key(store, m) for m in metas) + (f(w),), ()
+        token, reach = self._content_token, []
+        for m in metas:
+            # _reach_key's cache, read inline
+            got = None if m is None else m.__dict__.get("_icecheck_reach")
+            reach.append(got[1] if got is not None and got[0] == token
+                         else self._reach_key(store, m))
+        return head + tuple(reach) + (f(w),), ()
 
     def _reach_key(self, store: ObjectStore, meta: TableMetadata | None):
         """A name (an int) of the content of a metadata file and of everything a step can read
