@@ -315,6 +315,7 @@ class Model:
         self._plans: dict[tuple, tuple] = {}   # see _plan
         self._steps: dict[tuple, tuple] = {}   # see step
         self._writer_actions: dict[tuple, tuple] = {}   # see writer_actions
+        self._actions_tag = object()    # marks the actions writer_actions keeps on writers
         #: memoise steps (False: every step runs the handlers, for tests that compare)
         self.memoise = True
         self._content_key: Callable[[Any], Any] | None = None
@@ -364,11 +365,16 @@ class Model:
 
     def writer_actions(self, state: State, w: WriterState) -> tuple[Action, ...]:
         """The writer's enabled actions: a function of its name, phase, operation number and
-        whether it commits in several commits (memoised on those)."""
+        whether it commits in several commits (memoised on those, and kept on the writer
+        object for this model: a search asks twice per state)."""
+        got = w.__dict__.get("_icecheck_acts")
+        if got is not None and got[0] is self._actions_tag:
+            return got[1]
         key = (w.name, w.phase, w.op_index, w.whole is None)
         got = self._writer_actions.get(key)
         if got is None:
             got = self._writer_actions[key] = tuple(self._enabled(w))
+        object.__setattr__(w, "_icecheck_acts", (self._actions_tag, got))
         return got
 
     def _enabled(self, w: WriterState) -> list[Action]:
