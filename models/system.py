@@ -512,7 +512,10 @@ class Model:
 
     def _put_writer(self, state: State, w: WriterState, store: ObjectStore | None = None,
                     catalog: cat.CatalogState | None = None) -> State:
-        writers = tuple(w if x.name == w.name else x for x in state.writers)
+        # a state keeps its writers in slot order (``initial``): the writer's slot is its place
+        ws = state.writers
+        i = w.slot - 1
+        writers = ws[:i] + (w,) + ws[i + 1:]
         return State(catalog or state.catalog, store if store is not None else state.store, writers)
 
     def _finish(self, state: State, w: WriterState, outcome: str, message: str | None,
