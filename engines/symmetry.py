@@ -51,8 +51,6 @@ _MOD = 1 << 128
 _CACHE_ATTR = "_icecheck_fp"
 #: The largest symmetry group the canonicaliser enumerates (6! = 720 permutations per state).
 MAX_GROUP = 720
-#: Entries of ``Fingerprinter.candidates``' memo by signatures before it is emptied.
-BY_SIGNATURES = 100_000
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -169,7 +167,8 @@ class Fingerprinter:
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
         self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
-        self._by_sigs: dict[tuple, list] = {}      # the writers' signatures -> candidates
+        # the classes of more than one writer, as positions in a state's writers
+        self._tied_classes = [[i - 1 for i in c] for c in self.classes if len(c) > 1]
 
     # -- encoding ---------------------------------------------------------------------------
     def _enc(self, v: Any, p: Perm, out: list) -> None:
@@ -363,26 +362,16 @@ class Fingerprinter:
             cache = w.__dict__.get(_CACHE_ATTR)
             d = cache[k] if cache is not None and len(cache) == n else None
             sigs_t.append(d if d is not None else self.obj_digest(w, blind))
-        # first by the signatures themselves (in slot order: ``Perm.order``), which repeat
-        # from state to state, then by their ranks
-        by_sigs = tuple(sigs_t)
-        got = self._by_sigs.get(by_sigs)
-        if got is not None:
-            return got
-        sig = {w.slot: d for w, d in zip(state.writers, sigs_t)}
+        # the signatures in slot order (a state keeps its writers so: ``Perm.order``)
         pattern = []
-        for c in self.classes:
-            if len(c) > 1:
-                sigs = [sig[i] for i in c]
-                ranks = sorted(set(sigs))
-                pattern.append(tuple(map(ranks.index, sigs)))
+        for c in self._tied_classes:
+            sigs = [sigs_t[i] for i in c]
+            ranks = sorted(set(sigs))
+            pattern.append(tuple(map(ranks.index, sigs)))
         key = tuple(pattern)
         got = self._candidates.get(key)
         if got is None:
             got = self._candidates[key] = self._candidates_of(state)
-        if len(self._by_sigs) >= BY_SIGNATURES:
-            self._by_sigs.clear()
-        self._by_sigs[by_sigs] = got
         return got
 
     def _candidates_of(self, state: State) -> list[Perm]:
