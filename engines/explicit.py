@@ -293,6 +293,7 @@ class Expander:
         self.memo = EvalMemo(self.fp.content)
         self.model.content_key = self.fp.content
         self._labels: dict = {}   # _coverage's memo
+        self._pruned_memo: dict = {}   # _pruned's memo
 
     def initial(self) -> tuple[bytes, bytes]:
         s = self.model.initial()
@@ -411,9 +412,23 @@ class Expander:
             stats.explored += 1
             self._coverage(stats.coverage, s, s2, a)
             fp2, conc2 = self.fingerprints(s2)
-            p2 = pruned_after(a, model.actions(s2)) if self.por else frozenset()
+            p2 = self._pruned(a, s2) if self.por else frozenset()
             out.append((fp2, label, conc2, p2, s2))
         return out
+
+    def _pruned(self, a: Action, s2: State) -> frozenset:
+        """``pruned_after(a, model.actions(s2))``, memoised by the identity of ``a`` and of
+        each writer's enabled actions (tuples the model memoises and keeps for its lifetime:
+        ``Model.writer_actions``), whose concatenation is ``model.actions(s2)``."""
+        model = self.model
+        parts = tuple(model.writer_actions(s2, w) for w in s2.writers)
+        key = (id(a), *map(id, parts))
+        got = self._pruned_memo.get(key)
+        if got is None:
+            if len(self._pruned_memo) >= self.LABELS_MEMO:
+                self._pruned_memo.clear()
+            got = self._pruned_memo[key] = pruned_after(a, [x for t in parts for x in t])
+        return got
 
     def _coverage(self, cov: Counter, s: State, s2: State, a: Action) -> None:
         """Count the transition's coverage labels: a function of the action's kind and the

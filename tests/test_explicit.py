@@ -226,7 +226,9 @@ def test_coverage_shows_validation_branches():
 @pytest.mark.parametrize("engine", ["bfs", "dfs"])
 def test_memoised_coverage_labels_count_the_same(engine, monkeypatch):
     """The coverage labels memo (by the stepping writer's identity before and after) counts
-    what computing every transition's labels counts; faults, retries and crashes included."""
+    what computing every transition's labels counts, and the memo of the actions POR prunes
+    (by the identity of the action and of each writer's enabled actions) explores the same
+    transitions; faults, retries and crashes included."""
     cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 1, ("insert", "delete"), 1,
                                   faults=True, crashes=True), 1)
     memoised = search(cfg, engine=engine, traces=False, bounds=Bounds(max_states=3000))
@@ -234,6 +236,7 @@ def test_memoised_coverage_labels_count_the_same(engine, monkeypatch):
     monkeypatch.setattr(Expander, "LABELS_MEMO", 0)     # forgets before every new entry
     fresh = search(cfg, engine=engine, traces=False, bounds=Bounds(max_states=3000))
     assert memoised.coverage == fresh.coverage and sum(fresh.coverage.values()) > 500
+    assert memoised.transitions == fresh.transitions and memoised.states == fresh.states
     assert any(k.startswith("crash while") for k in fresh.coverage)
 
 
