@@ -362,12 +362,20 @@ class Fingerprinter:
             cache = w.__dict__.get(_CACHE_ATTR)
             d = cache[k] if cache is not None and len(cache) == n else None
             sigs_t.append(d if d is not None else self.obj_digest(w, blind))
-        # the signatures in slot order (a state keeps its writers so: ``Perm.order``)
+        # the signatures in slot order (a state keeps its writers so: ``Perm.order``); a
+        # class's order type (its dense ranks) is read off the comparisons of its pairs
         pattern = []
         for c in self._tied_classes:
-            sigs = [sigs_t[i] for i in c]
-            ranks = sorted(set(sigs))
-            pattern.append(tuple(map(ranks.index, sigs)))
+            if len(c) == 3:
+                x, y, z = sigs_t[c[0]], sigs_t[c[1]], sigs_t[c[2]]
+                pattern.append(((x > y) - (x < y), (x > z) - (x < z), (y > z) - (y < z)))
+            elif len(c) == 2:
+                x, y = sigs_t[c[0]], sigs_t[c[1]]
+                pattern.append((x > y) - (x < y))
+            else:
+                sigs = [sigs_t[i] for i in c]
+                ranks = sorted(set(sigs))
+                pattern.append(tuple(map(ranks.index, sigs)))
         key = tuple(pattern)
         got = self._candidates.get(key)
         if got is None:
