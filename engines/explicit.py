@@ -421,7 +421,8 @@ class Expander:
         each writer's enabled actions (tuples the model memoises and keeps for its lifetime:
         ``Model.writer_actions``), whose concatenation is ``model.actions(s2)``."""
         model = self.model
-        parts = tuple(model.writer_actions(s2, w) for w in s2.writers)
+        actions = model.writer_actions
+        parts = tuple([actions(s2, w) for w in s2.writers])
         key = (id(a), *map(id, parts))
         got = self._pruned_memo.get(key)
         if got is None:

@@ -338,7 +338,7 @@ class Fingerprinter:
             d = cache[k] if cache is not None and len(cache) == n else None
             out.append(b"D" + (d if d is not None else self.obj_digest(w, p)))
         out.append(b"))")
-        return _h(b"".join(out))
+        return hashlib.blake2b(b"".join(out), digest_size=16).digest()   # _h, inline
 
     def candidates(self, state: State) -> list[Perm]:
         """The permutations the canonical form is the least over: those that put each

@@ -450,14 +450,14 @@ class Model:
         by its own content (it is a value), each metadata file by what it reaches
         (``_reach_key``), never by its own content alone, which does not fix its manifests."""
         store = state.store
-        metas = (store.written(w.base_path), store.written(w.refreshed_path),
-                 store.written(w.pending_path))
+        written = store._objects.get      # ObjectStore.written, inline
+        metas = (written(w.base_path), written(w.refreshed_path), written(w.pending_path))
         # the action by its label (a string: its hash is cached), the catalog entry by its
         # fields (no dataclass __hash__ call per step)
         head: tuple = (str(action), store.deleted)
         if action.kind in READS_HEAD:
             catalog = state.catalog
-            metas += (store.written(catalog.pointer),)
+            metas += (written(catalog.pointer),)
             head += (catalog.pointer, catalog.version)
         f = self._content_key
         if f is None:
