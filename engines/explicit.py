@@ -293,6 +293,7 @@ class Expander:
         self.memo = EvalMemo(self.fp.content)
         self.model.content_key = self.fp.content
         self._labels: dict = {}   # _coverage's memo
+        self._position = {p.name: i for i, p in enumerate(self.model.config.writers)}
         self._pruned_memo: dict = {}   # _pruned's memo
 
     def initial(self) -> tuple[bytes, bytes]:
@@ -435,7 +436,8 @@ class Expander:
         """Count the transition's coverage labels: a function of the action's kind and the
         stepping writer before and after, memoised by their identity (the step memo shares
         writer objects; the entry keeps them alive, so their ids are not reused)."""
-        w1, w2 = s.writer(a.writer), s2.writer(a.writer)
+        i = self._position[a.writer]         # a state keeps its writers in slot order
+        w1, w2 = s.writers[i], s2.writers[i]
         key = (id(w1), id(w2), a.kind)
         got = self._labels.get(key)
         if got is None:
