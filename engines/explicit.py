@@ -178,12 +178,16 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     accept. A snapshot the history reads outside the current metadata (a lost commit, an
     expired ancestor) is found by ``history.py`` in whichever metadata file lists it, so then
     every metadata file's snapshots are part of the key."""
-    meta = s.metadata
-    meta_digest, off = _meta_key(meta, fp)
+    catalog = s.catalog
+    meta = s.store[catalog.pointer]
+    # the caches of _meta_key and _writer_key, read inline (a key is made for every state)
+    got = meta.__dict__.get("_icecheck_jm")
+    meta_digest, off = got if got is not None else _meta_key(meta, fp)
     writers = []
     listed = meta._by_id         # the metadata's snapshots by id (TableMetadata.snapshot)
     for w in s.writers:
-        part, sids = _writer_key(w, fp)
+        got = w.__dict__.get("_icecheck_jk")
+        part, sids = got if got is not None else _writer_key(w, fp)
         writers.append(part)
         if not off:
             for sid in sids:
@@ -199,7 +203,6 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
                     index.setdefault(snap.snapshot_id, snap)
         extra = tuple((sid, fp.obj_digest(snap, fp.perms[0]))
                       for sid, snap in sorted(index.items()))
-    catalog = s.catalog
     return (catalog.pointer, catalog.version, meta_digest, tuple(writers), s.store.deleted,
             extra)
 
