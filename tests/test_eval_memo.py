@@ -12,31 +12,13 @@ import gc
 
 import pytest
 
+from _search_util import walk
+
 from icecheck.engines.config import mix_config
-from icecheck.engines.explicit import Expander, Bounds, few_collections, with_retries
+from icecheck.engines.explicit import few_collections, with_retries
 from icecheck.properties import EvalMemo, analysis, dependency_graph, evaluate, reached
 from icecheck.properties.isolation import find_cycles
 from icecheck.traces.execute import judge
-
-
-def _states(cfg, limit=400):
-    """Up to ``limit`` distinct states of ``cfg``, breadth-first (fingerprints dedup)."""
-    ex = Expander(cfg, True, False, Bounds(), evaluate=False)
-    s0 = ex.model.initial()
-    seen = {ex.fingerprints(s0)[0]}
-    out, frontier = [s0], [s0]
-    while frontier and len(out) < limit:
-        nxt = []
-        for s in frontier:
-            for a in ex.model.actions(s):
-                s2 = ex.model.step(s, a)
-                fp = ex.fingerprints(s2)[0]
-                if fp not in seen:
-                    seen.add(fp)
-                    out.append(s2)
-                    nxt.append(s2)
-        frontier = nxt
-    return ex, out[:limit]
 
 
 def _plain(vs):
@@ -57,7 +39,7 @@ def _plain(vs):
 def test_memoised_evaluation_equals_a_fresh_one(config):
     flags = config[8] if len(config) > 8 else {}
     cfg = with_retries(mix_config(*config[:7], **flags), config[7])
-    ex, states = _states(cfg)
+    ex, states = walk(cfg)
     memo = EvalMemo(ex.fp.content)
     violated = 0
     for s in states:
@@ -85,7 +67,7 @@ def test_memoised_evaluation_equals_a_fresh_one(config):
 def test_a_bounded_memo_forgets_and_still_agrees():
     """A memo whose tables hold 3 entries keeps forgetting: the verdicts are the same."""
     cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
-    ex, states = _states(cfg, 150)
+    ex, states = walk(cfg, 150)
     memo = EvalMemo(ex.fp.content, limit=3)
     for s in states:
         analysis._CACHE.clear()
@@ -98,7 +80,7 @@ def test_a_bounded_memo_forgets_and_still_agrees():
 
 def test_dependency_graph_and_cycles_match_networkx():
     cfg = with_retries(mix_config("spark-3.5-mor-serializable", 2, 2, ("delete", "update"), 1), 0)
-    ex, states = _states(cfg, 300)
+    ex, states = walk(cfg, 300)
     cyclic = 0
     for s in states:
         analysis._CACHE.clear()

@@ -15,6 +15,7 @@ import glob
 import os
 
 import pytest
+from _search_util import MIXES
 
 from icecheck.engines.config import mix_config
 from icecheck.engines.explicit import with_retries
@@ -24,16 +25,6 @@ from icecheck.traces.execute import model_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-MIXES = [
-    ("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1, {}),
-    ("spark-3.5-mor-serializable", 2, 2, ("delete", "update", "insert", "compact"), 1, "cas", 2, 1,
-     {}),
-    ("spark-3.5-cow-serializable", 2, 1, ("insert", "merge", "expire"), 1, "cas", 2, 1,
-     {"faults": True, "crashes": True}),
-    ("spark-3.5-mor-serializable", 2, 1, ("delete", "rewrite_manifests", "rewrite_deletes"), 1,
-     "cas", 2, 2, {"phantom_failures": True}),
-    ("spark-3.5-cow-snapshot", 3, 1, ("insert",), 1, "last_writer_wins", 2, 2, {}),
-]
 
 
 def _walk(cfg, limit: int) -> int:

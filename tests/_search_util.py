@@ -1,0 +1,41 @@
+"""Helpers for the tests of the checker's speed plumbing (memos, keys, digests): the
+configurations they cover and a breadth-first walk of distinct states."""
+
+from __future__ import annotations
+
+from icecheck.engines.explicit import Bounds, Expander
+
+#: (profile, writers, ops, mix, keys, catalog, format, retries, flags): faults, crashes,
+#: applied-but-failed retries (phantom failures), expiry, compaction, rewrite_manifests,
+#: rewrite_deletes and a last-writer-wins catalog between them
+MIXES = [
+    ("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1, {}),
+    ("spark-3.5-mor-serializable", 2, 2, ("delete", "update", "insert", "compact"), 1, "cas", 2, 1,
+     {}),
+    ("spark-3.5-cow-serializable", 2, 1, ("insert", "merge", "expire"), 1, "cas", 2, 1,
+     {"faults": True, "crashes": True}),
+    ("spark-3.5-mor-serializable", 2, 1, ("delete", "rewrite_manifests", "rewrite_deletes"), 1,
+     "cas", 2, 2, {"phantom_failures": True}),
+    ("spark-3.5-cow-snapshot", 3, 1, ("insert",), 1, "last_writer_wins", 2, 2, {}),
+]
+
+
+def walk(cfg, limit: int = 400):
+    """(an Expander of ``cfg``, up to ``limit`` distinct states, breadth-first, deduplicated
+    by canonical fingerprint)."""
+    ex = Expander(cfg, True, False, Bounds(), evaluate=False)
+    s0 = ex.model.initial()
+    seen = {ex.fingerprints(s0)[0]}
+    out, frontier = [s0], [s0]
+    while frontier and len(out) < limit:
+        nxt = []
+        for s in frontier:
+            for a in ex.model.actions(s):
+                s2 = ex.model.step(s, a)
+                fp = ex.fingerprints(s2)[0]
+                if fp not in seen:
+                    seen.add(fp)
+                    out.append(s2)
+                    nxt.append(s2)
+        frontier = nxt
+    return ex, out[:limit]
