@@ -30,7 +30,7 @@ __all__ = ["EvalMemo", "Violation", "PROPERTIES", "evaluate", "reached", "depend
 #: reads only the committed lineage). A lineage check reads the lineage, its operations'
 #: records, their effects and the dependency graph, all functions of the oracle's key and the
 #: lineage's sequence numbers when the history is self-contained: its violations are shared
-#: between evaluations (``Analysis.shared``; issue 13: 2,308 lineages for 9,080 histories on
+#: between evaluations (``Analysis.shared``; issue 13: 2,308 lineages for 3,126 histories on
 #: mor-serializable-3w2op-delete). The others read what the lineage does not say: every
 #: writer's finished operations (lost_write's catalog level, metadata_integrity), the catalog
 #: entry and the deleted objects (metadata_integrity, readable).
