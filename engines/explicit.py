@@ -430,7 +430,7 @@ class Expander:
         key = (id(a), *map(id, parts))
         got = self._pruned_memo.get(key)
         if got is None:
-            if len(self._pruned_memo) >= self.LABELS_MEMO:
+            if len(self._pruned_memo) >= self.TRANSITION_MEMO:
                 self._pruned_memo.clear()
             got = self._pruned_memo[key] = pruned_after(a, [x for t in parts for x in t])
         return got
@@ -444,13 +444,14 @@ class Expander:
         key = (id(w1), id(w2), a.kind)
         got = self._labels.get(key)
         if got is None:
-            if len(self._labels) >= self.LABELS_MEMO:
+            if len(self._labels) >= self.TRANSITION_MEMO:
                 self._labels.clear()
             got = self._labels[key] = (w1, w2, self._labels_of(w1, w2, a))
         for label in got[2]:
             cov[label] += 1
 
-    LABELS_MEMO = 50_000
+    #: Entries of the coverage labels' and the pruned sets' memos before each is emptied.
+    TRANSITION_MEMO = 50_000
 
     @staticmethod
     def _labels_of(w1, w2, a: Action) -> list[str]:
