@@ -698,7 +698,8 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             by_owner: list[list] = [[] for _ in range(workers)]
             for fp, owner, pruned in frontier:
                 by_owner[owner].append((fp, pruned))
-            order = {fp: i for i, (fp, _, _) in enumerate(frontier)}
+            # the frontier's order, to merge several workers' answers in
+            order = {fp: i for i, (fp, _, _) in enumerate(frontier)} if workers > 1 else None
             edges_all: list[tuple[int, list]] = []   # (owner, edges)
             judged_all: list = []
             pos = [0] * workers
@@ -732,21 +733,25 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
                               "frontier": len(frontier), "transitions": res.transitions,
                               "expanded": min(sum(pos), len(frontier)),
                               "elapsed": time.monotonic() - start})
-            # verdicts of this level, in frontier order (deterministic)
-            judged_all.sort(key=lambda x: order[x[0]])
+            # verdicts of this level, in frontier order (deterministic; one worker expands its
+            # batches in that order, so only several workers' answers need sorting)
+            if workers > 1:
+                judged_all.sort(key=lambda x: order[x[0]])
             for fp, verdict in judged_all:
                 rec.judged(fp, verdict, depth, lambda fp=fp: path_to(fp))
             if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
                 res.stopped = "found"
                 raise _Stop()
             # dedup the next level: edges in (parent order, action order)
-            flat = []
-            for k, edges in edges_all:
-                for i, e in enumerate(edges):
-                    flat.append((order[e[1]], i, k, e))
-            flat.sort(key=lambda x: (x[0], x[1]))
+            if workers == 1:
+                flat = [(0, e) for _, edges in edges_all for e in edges]   # in that order
+            else:
+                keyed = [(order[e[1]], i, k, e) for k, edges in edges_all
+                         for i, e in enumerate(edges)]
+                keyed.sort(key=lambda x: (x[0], x[1]))
+                flat = [(k, e) for _, _, k, e in keyed]
             new: dict[bytes, list] = {}    # fp -> [owner, conc, pruned, parent, label]
-            for _, _, k, (fp2, parent, label, conc2, p2) in flat:
+            for k, (fp2, parent, label, conc2, p2) in flat:
                 if fp2 in parents:
                     continue
                 got = new.get(fp2)

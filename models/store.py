@@ -63,7 +63,7 @@ class ObjectStore(Mapping[str, Any]):
         gone = frozenset(p for p in paths if p in self._objects) | self._deleted
         if gone == self._deleted:
             return self
-        return ObjectStore(self._objects, gone, base=self)
+        return self._derived(self._objects, gone, ())
 
     def written(self, path: str) -> Any:
         """The object ever written at ``path``, deleted or not (None if none): what a memo
@@ -89,7 +89,17 @@ class ObjectStore(Mapping[str, Any]):
         merged = dict(self._objects)
         merged.update(objects)
         added = tuple(p for p in objects if p not in self._objects)
-        return ObjectStore(merged, self._deleted, base=self, added=added)
+        return self._derived(merged, self._deleted, added)
+
+    def _derived(self, objects: dict[str, Any], deleted: frozenset[str],
+                 added: tuple[str, ...]) -> "ObjectStore":
+        """A store derived from this one that adopts ``objects`` as it is: the stores are
+        immutable, so a derived store shares its base's dict when it adds nothing, and a new
+        dict is copied once, not again by ``__init__`` (a store per state of a search)."""
+        new = ObjectStore.__new__(ObjectStore)
+        new._objects, new._hash, new._deleted = objects, None, deleted
+        new._base, new._added, new.digests = weakref.ref(self), added, None
+        return new
 
     def __hash__(self) -> int:
         if self._hash is None:
