@@ -30,11 +30,13 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
-from icecheck.engines.por import pruned_after
+from icecheck.engines.por import sleep_after
 from icecheck.engines.symmetry import Fingerprinter, check_bounds
 from icecheck.models import system as S
 from icecheck.models.metadata import TableMetadata
 from icecheck.models.system import Action, Model, State
+
+_NONE: frozenset = frozenset()   # no action asleep
 
 BFS, DFS = "bfs", "dfs"
 SPARK_BFS = "spark-bfs"            # engines/spark_bfs.py
@@ -408,6 +410,9 @@ class Expander:
             return []
         stats.enabled += len(actions)
         out = []
+        if self.por:
+            ranks = self.fp.writer_ranks(s)
+            pruned = pruned or _NONE
         for a in actions:
             label = str(a)
             if pruned and label in pruned:
@@ -416,23 +421,29 @@ class Expander:
             stats.explored += 1
             self._coverage(stats.coverage, s, s2, a)
             fp2, conc2 = self.fingerprints(s2)
-            p2 = self._pruned(a, s2) if self.por else frozenset()
+            p2 = self._pruned(a, s2, ranks, pruned) if self.por else _NONE
             out.append((fp2, label, conc2, p2, s2))
         return out
 
-    def _pruned(self, a: Action, s2: State) -> frozenset:
-        """``pruned_after(a, model.actions(s2))``, memoised by the identity of ``a`` and of
-        each writer's enabled actions (tuples the model memoises and keeps for its lifetime:
-        ``Model.writer_actions``), whose concatenation is ``model.actions(s2)``."""
+    def _pruned(self, a: Action, s2: State, ranks: dict, asleep: frozenset) -> frozenset:
+        """The sleep set of ``s2`` along the edge ``a`` from a state whose writers rank
+        ``ranks`` and whose sleep set is ``asleep`` (``por.sleep_after``), memoised by the
+        identity of ``a``, of the ranks (one dict per order type) and of each writer's
+        enabled actions (tuples the model memoises and keeps for its lifetime:
+        ``Model.writer_actions``), whose concatenation is ``model.actions(s2)``, and by
+        ``asleep`` (each of its actions is still enabled in ``s2``: it is independent of
+        ``a``, so of another writer, whose enabled actions ``a`` does not change)."""
         model = self.model
         actions = model.writer_actions
         parts = tuple([actions(s2, w) for w in s2.writers])
-        key = (id(a), *map(id, parts))
+        key = (id(a), id(ranks), *map(id, parts), asleep)
         got = self._pruned_memo.get(key)
         if got is None:
             if len(self._pruned_memo) >= self.TRANSITION_MEMO:
                 self._pruned_memo.clear()
-            got = self._pruned_memo[key] = pruned_after(a, [x for t in parts for x in t])
+            enabled = [x for t in parts for x in t]
+            by_label = {str(x): x for x in enabled}
+            got = self._pruned_memo[key] = sleep_after(a, enabled, ranks, asleep, by_label.get)
         return got
 
     def _coverage(self, cov: Counter, s: State, s2: State, a: Action) -> None:
@@ -869,7 +880,8 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
             res.transitions += 1
             ex._coverage(res.coverage, s, s2, a)
             fp2, conc2 = ex.fingerprints(s2)
-            p2 = pruned_after(a, model.actions(s2)) if por else frozenset()
+            # depth-1 sleep sets (nothing inherited: a revisit re-expands only the difference)
+            p2 = sleep_after(a, model.actions(s2), ex.fp.writer_ranks(s)) if por else _NONE
             old = seen.get(fp2)
             if old is not None:
                 old_conc, old_pruned = old

@@ -24,19 +24,36 @@ Actions of the same writer are always dependent. ``tests/test_explicit.py`` chec
 ``step(step(s,a),b) == step(step(s,b),a)`` on every independent pair of reachable states of small
 configurations.
 
-The reduction is a depth-1 sleep set: from a state ``x`` reached by the edge ``p --c--> x``,
-an action ``b`` of ``x`` need not be explored when ``b`` is independent of ``c`` and ``b < c`` in a
-fixed total order on labels: ``p --b--> --c-->`` reaches ``x.b`` at the same depth, and that path
-is the lexicographically smaller one. A state reached by several edges (all in the same BFS level:
-every path to a state has the same length, since each writer's action count is a function of its
-own ``WriterState``) prunes only the actions pruned by *every* incoming edge. Then every state is
-still reached (the lexicographically least path to any state has no adjacent independent pair
-``c b`` with ``b < c``, and each of its prefixes is least for its own end, so by induction each of
-its edges is explored), so the reachable states, their BFS depths and everything evaluated on
-them are exactly those of the full search; only redundant transitions are skipped.
+The reduction is a sleep set (Godefroid's, with state caching). Actions are compared in an
+order that depends on the state (``order_key``): the acting writer's *rank* at the state where
+the action is taken (``Fingerprinter.writer_ranks``: its symmetry class, then its signature's
+place in the class), then the action's kind and choice. After the edge ``p --c--> x`` the sleep
+set of ``x`` holds the actions of ``x`` independent of ``c`` that come before ``c`` in ``p``'s
+order (``p --b--> --c-->`` reaches ``x.b`` at the same depth, along a smaller path), and those
+of ``p``'s own sleep set independent of ``c`` (``sleep_after``); ``x`` does not explore them. A
+state reached by several edges (all in the same BFS level: every path to a state has the same
+length, since each writer's action count is a function of its own ``WriterState``) sleeps only
+on what *every* incoming edge puts to sleep; with symmetry, an edge whose concrete successor is
+not the stored representative of its orbit puts nothing to sleep.
+
+Why every orbit is still reached: order paths by their sequences of ranks (compared
+lexicographically). The least path to a state has no action ``c`` that could move before an
+earlier ``b`` it is independent of (together with everything between them) with ``c`` before
+``b`` in the order: that move gives a smaller path to the same state. An action asleep after a
+path is exactly such an action. So, by induction on depth, the last edge of a least path to a
+state is never asleep at its (representative) source. Symmetry needs the order to be invariant:
+a writer's rank in a state equals its image's rank in the renamed state, so the renaming of a
+least path is a least path, and the representative's sleep set is that of a least path. (With a
+fixed order by writer name that step fails; ``tests/test_explicit.py`` checks the invariance and
+that every reduced search keeps every state.) Interchangeable writers in equal states tie on
+rank: their actions compare by kind and choice alone, so an action and its renaming tie and
+neither puts the other to sleep. The depth-first search keeps the one-edge part only (nothing
+inherited): a revisit there re-expands only what the new edge does not put to sleep.
 """
 
 from __future__ import annotations
+
+from typing import Callable, Mapping
 
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, CRASH, REFRESH,
                                     Action)
@@ -57,11 +74,28 @@ def independent(a: Action, b: Action) -> bool:
     return True
 
 
-def order_key(a: Action) -> tuple:
-    return (a.writer, a.kind, a.choice)
+def order_key(a: Action, ranks: Mapping[str, tuple]) -> tuple:
+    """``a``'s place in the order the sleep sets compare actions by, at the state whose
+    writers' ranks are ``ranks`` (``Fingerprinter.writer_ranks``): the writer's symmetry class
+    and its signature's place in it, then the action's kind and choice. Interchangeable
+    writers in equal states tie."""
+    return (ranks[a.writer], a.kind, a.choice)
 
 
-def pruned_after(last: Action, enabled: list[Action]) -> frozenset[str]:
-    """Actions of ``enabled`` that need not be explored after the edge ``last``."""
-    lk = order_key(last)
-    return frozenset(str(b) for b in enabled if independent(b, last) and order_key(b) < lk)
+def sleep_after(last: Action, enabled: list[Action], ranks: Mapping[str, tuple],
+                inherited: frozenset[str] = frozenset(),
+                action_of: Callable[[str], Action | None] | None = None) -> frozenset[str]:
+    """The sleep set after the edge ``last`` taken at a state whose writers rank ``ranks``
+    and whose own sleep set is ``inherited`` (labels; ``action_of`` reads one back from the
+    enabled actions, None when it is not one of them): the
+    actions of ``enabled`` independent of ``last`` that come before it in the order, and
+    those of ``inherited`` independent of ``last``."""
+    lk = order_key(last, ranks)
+    out = {str(b) for b in enabled if independent(b, last) and order_key(b, ranks) < lk}
+    for label in inherited:
+        # an action asleep before ``last`` and independent of it is of another writer, so
+        # still enabled; one that is no longer enabled is of last's writer: it wakes up
+        b = action_of(label)
+        if b is not None and label not in out and independent(b, last):
+            out.add(label)
+    return frozenset(out)

@@ -178,6 +178,7 @@ class Fingerprinter:
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
         self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
+        self._ranks: dict[tuple, dict] = {}    # the same -> writer_ranks (a config's names)
         # the classes of more than one writer, as positions in a state's writers
         self._tied_classes = [[i - 1 for i in c] for c in self.classes if len(c) > 1]
 
@@ -382,7 +383,18 @@ class Fingerprinter:
         if not self.symmetric:
             return [self._identity]
         # the candidates are a function of the order of the signatures within each class,
-        # ties included: memoised on each class's dense ranks
+        # ties included: memoised on each class's order type
+        key = self._order_type(state)
+        got = self._candidates.get(key)
+        if got is None:
+            got = self._candidates[key] = self._candidates_of(state)
+        return got
+
+    def _order_type(self, state: State) -> tuple:
+        """The order of the writers' signatures (``blind``) within each class of more than
+        one writer, ties included: one entry per such class, the comparisons of its pairs
+        (its dense ranks beyond three writers). Invariant under the group, like the
+        signatures."""
         blind, k, n = self.blind, self.blind.index, self.nperms
         sigs_t = []
         for w in state.writers:
@@ -404,11 +416,29 @@ class Fingerprinter:
                 sigs = [sigs_t[i] for i in c]
                 ranks = sorted(set(sigs))
                 pattern.append(tuple(map(ranks.index, sigs)))
-        key = tuple(pattern)
-        got = self._candidates.get(key)
+        return tuple(pattern)
+
+    def writer_ranks(self, state: State) -> dict[str, tuple]:
+        """Each writer's rank, by name: (its symmetry class's index, its signature's dense
+        rank in the class). Partial-order reduction orders actions by it (``por.order_key``):
+        a writer renamed by the group keeps its rank (``rank(lift(p)(s), p(w)) = rank(s,
+        w)``), which the sleep sets need to stay sound under symmetry (docs/exhaustive.md);
+        interchangeable writers in equal states tie. Memoised on the order type."""
+        key = self._order_type(state) if self._tied_classes else ()
+        got = self._ranks.get(key)
         if got is None:
-            got = self._candidates[key] = self._candidates_of(state)
+            got = self._ranks[key] = self._ranks_of(state)
         return got
+
+    def _ranks_of(self, state: State) -> dict[str, tuple]:
+        slot_of = {w.slot: w for w in state.writers}
+        out: dict[str, tuple] = {}
+        for ci, c in enumerate(self.classes):
+            sigs = {i: self.obj_digest(slot_of[i], self.blind) for i in c}
+            dense = sorted(set(sigs.values()))
+            for i in c:
+                out[slot_of[i].name] = (ci, dense.index(sigs[i]))
+        return out
 
     def _candidates_of(self, state: State) -> list[Perm]:
         slot_of = {w.slot: w for w in state.writers}
