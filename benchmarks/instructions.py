@@ -34,11 +34,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: imports and warm-up when the second argument is "0"
 CHILD = """
 import json, sys
-from benchmarks.run import _cfg
-from icecheck.engines.explicit import Bounds, search
+from benchmarks.run import _cfg, warm_up
+from icecheck.engines.explicit import search
 entry = json.loads(sys.argv[1])
 cfg = _cfg(entry, entry["profile"])
-search(cfg, engine="bfs", workers=1, traces=False, bounds=Bounds(max_states=1))
+warm_up(cfg)
 if sys.argv[2] == "1":
     r = search(cfg, engine="bfs", workers=1, traces=False)
     print(json.dumps({"states": r.states, "violations": sorted(r.violations)}))
