@@ -54,22 +54,20 @@ class Analysis:
         return self._rw
 
     def _shape(self) -> tuple[list, bool]:
-        from .isolation import RW, find_cycles
+        """(the classified cycles, is there an rw edge): shared, never modified by readers."""
+        from .isolation import RW, shared_cycles
         h = self.history
         key = h.oracle_key
         shared = key is not None and h.self_contained()
         if shared:
             got = h.memo.shapes.get(key)
             if got is not None:
-                cycles, rw = got
-                return [(anomaly, [list(e) for e in edges]) for anomaly, edges in cycles], rw
+                return got
         g = self.deps
-        cycles = find_cycles(g)
-        rw = any(d.get("type") == RW for _, _, d in g.edges(data=True))
+        got = (shared_cycles(g), RW in g.types)
         if shared:
-            h.memo.shapes[key] = ([(anomaly, [list(e) for e in edges])
-                                   for anomaly, edges in cycles], rw)
-        return cycles, rw
+            h.memo.shapes[key] = got
+        return got
 
     def shared(self, table: str, compute: Callable[["Analysis"], Any]) -> Any:
         """``compute(self)``, shared between evaluations through the memo's ``table`` when the

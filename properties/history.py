@@ -83,6 +83,7 @@ class History:
     _snapshots: dict[int, Snapshot] | None = None
     _rows: dict[Any, list] = field(default_factory=dict)
     _rows_keys: dict[Any, tuple] = field(default_factory=dict)
+    _ancestry: dict[Any, list] = field(default_factory=dict)
 
     @property
     def store(self):
@@ -116,13 +117,18 @@ class History:
         return self._snapshots.get(snapshot_id)
 
     def ancestry(self, snapshot_id: int | None) -> list[int]:
-        """Snapshot ids from ``snapshot_id`` back to the root (newest first)."""
-        out = []
-        snap = self.snapshot(snapshot_id)
-        while snap is not None:
-            out.append(snap.snapshot_id)
-            snap = self.snapshot(snap.parent_id)
-        return out
+        """Snapshot ids from ``snapshot_id`` back to the root (newest first); computed once per
+        snapshot of this history (the dependency graph asks once per key each operation
+        read). Never modified by its readers."""
+        got = self._ancestry.get(snapshot_id)
+        if got is None:
+            got = []
+            snap = self.snapshot(snapshot_id)
+            while snap is not None:
+                got.append(snap.snapshot_id)
+                snap = self.snapshot(snap.parent_id)
+            self._ancestry[snapshot_id] = got
+        return got
 
     def rows(self, snapshot_id: int | None) -> list:
         """Visible rows (RowVersion) of a snapshot, deletes applied; [] for the empty table.

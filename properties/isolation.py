@@ -66,17 +66,30 @@ class DepGraph:
 
     Why not networkx here: building a MultiDiGraph for every evaluated history cost more than
     the cycle search itself (issue 13); users (``dependency_graph``, reports, the explorer)
-    get the same graph as a networkx MultiDiGraph from ``to_networkx``."""
+    get the same graph as a networkx MultiDiGraph from ``to_networkx``. For the same reason
+    an operation's node attributes (its command's text among them) are made there, from the
+    operation (``add_op``), not for every evaluation; and the graph keeps its data edges'
+    keys and its edge types as they are added (``data_keys``, ``types``), which is all the
+    cycle search's memo and the "rw edge" event read."""
 
-    __slots__ = ("nodes", "_edges", "_pairs")
+    __slots__ = ("nodes", "_edges", "_pairs", "_ops", "data_keys", "types")
 
     def __init__(self):
         self.nodes: dict = {}
         self._edges: list = []
         self._pairs: dict = {}       # (a, b) -> {key: attrs}
+        self._ops: dict = {}         # node -> the operation its attributes are made from
+        self.data_keys: list = []    # (a, b, key) of each data edge (ww, wr, rw), in order
+        self.types: set = set()      # the types of the edges
 
     def add_node(self, n, **attrs) -> None:
         self.nodes.setdefault(n, {}).update(attrs)
+
+    def add_op(self, op) -> None:
+        """The node of a committed operation (``history.Op``); its attributes are those
+        ``node_attrs`` gives, made by ``to_networkx``."""
+        self.nodes.setdefault(op.label, {})
+        self._ops[op.label] = op
 
     def add_edge(self, a, b, key, **attrs) -> None:
         self.nodes.setdefault(a, {})
@@ -87,6 +100,10 @@ class DepGraph:
             return
         pair[key] = attrs
         self._edges.append((a, b, key, attrs))
+        t = attrs.get("type")
+        self.types.add(t)
+        if t in DATA_EDGES:
+            self.data_keys.append((a, b, key))
 
     def edges(self, data: bool = False):
         if data:
@@ -99,10 +116,18 @@ class DepGraph:
     def to_networkx(self) -> nx.MultiDiGraph:
         g = nx.MultiDiGraph()
         for n, attrs in self.nodes.items():
-            g.add_node(n, **attrs)
+            op = self._ops.get(n)
+            g.add_node(n, **(node_attrs(op) if op is not None else {}), **attrs)
         for a, b, key, attrs in self._edges:
             g.add_edge(a, b, key=key, **attrs)
         return g
+
+
+def node_attrs(op) -> dict:
+    """A committed operation's node attributes in the networkx graph."""
+    return {"writer": op.writer, "op_index": op.index + 1, "command": op.describe(),
+            "snapshot_id": op.snapshot_id, "sequence_number": op.sequence_number,
+            "base_snapshot_id": op.base_snapshot_id}
 
 
 def build_graph(h: History, oracle: Oracle) -> nx.MultiDiGraph:
@@ -114,9 +139,7 @@ def build_deps(h: History, oracle: Oracle) -> DepGraph:
     g = DepGraph()
     ops = h.committed_ops
     for op in ops:
-        g.add_node(op.label, writer=op.writer, op_index=op.index + 1, command=op.describe(),
-                   snapshot_id=op.snapshot_id, sequence_number=op.sequence_number,
-                   base_snapshot_id=op.base_snapshot_id)
+        g.add_op(op)
     for a, b in zip(ops, ops[1:]):
         g.add_edge(a.label, b.label, key=f"{CO}", type=CO, row_key=None)
     for k, writers in oracle.version_order.items():
@@ -125,7 +148,7 @@ def build_deps(h: History, oracle: Oracle) -> DepGraph:
                 g.add_edge(a, b, key=f"{WW}:{k!r}", type=WW, row_key=k)
     for op in ops:
         eff = oracle.effects.get(op.label)
-        if eff is None:
+        if eff is None or not eff.reads:
             continue
         for k in sorted(eff.reads, key=repr):
             found, writer = version_read(h, oracle, op.base_snapshot_id, k)
@@ -185,19 +208,23 @@ def classify_cycle(g, nodes: list) -> tuple[str, list]:
 
 def find_cycles(g) -> list[tuple[str, list]]:
     """Every elementary cycle of the data edges, classified; deterministic order (``g``: a
-    ``DepGraph`` or a networkx MultiDiGraph)."""
+    ``DepGraph`` or a networkx MultiDiGraph). The caller's own copy."""
     if isinstance(g, DepGraph):
-        # The answer is a function of the data edges alone (nodes without one are on no
-        # cycle): evaluations of many histories build the same few graphs (issue 13)
-        key = tuple((a, b, k, d["type"], repr(d["row_key"])) for a, b, k, d in g._edges
-                    if d["type"] in DATA_EDGES)
-        got = _CYCLES.get(key)
-        if got is None:
-            if len(_CYCLES) > 50_000:
-                _CYCLES.clear()
-            got = _CYCLES[key] = _find_cycles(g)
-        return [(anomaly, [list(e) for e in edges]) for anomaly, edges in got]
+        return [(anomaly, [list(e) for e in edges]) for anomaly, edges in shared_cycles(g)]
     return _find_cycles(g)
+
+
+def shared_cycles(g: DepGraph) -> list[tuple[str, list]]:
+    """``find_cycles`` of a ``DepGraph``, memoised by its data edges (the answer is a function
+    of them alone: nodes without one are on no cycle), and shared: evaluations of many
+    histories build the same few graphs (issue 13). Never modified by its readers."""
+    key = tuple(g.data_keys)      # each edge key holds its type and its row key's repr
+    got = _CYCLES.get(key)
+    if got is None:
+        if len(_CYCLES) > 50_000:
+            _CYCLES.clear()
+        got = _CYCLES[key] = _find_cycles(g)
+    return got
 
 
 _CYCLES: dict = {}   # data edges of a DepGraph -> its cycles

@@ -17,7 +17,7 @@ from _search_util import walk
 from icecheck.engines.config import mix_config
 from icecheck.engines.explicit import few_collections, with_retries
 from icecheck.properties import EvalMemo, analysis, dependency_graph, evaluate, reached
-from icecheck.properties.isolation import find_cycles
+from icecheck.properties.isolation import find_cycles, node_attrs
 from icecheck.traces.execute import judge
 
 
@@ -86,7 +86,13 @@ def test_dependency_graph_and_cycles_match_networkx():
         analysis._CACHE.clear()
         a = analysis.analyze(ex.model, s)
         g = dependency_graph(ex.model, s)
-        assert dict(g.nodes(data=True)) == a.deps.nodes
+        # an operation's node attributes are made for the networkx graph only (node_attrs)
+        ops = {op.label: op for op in a.history.committed_ops}
+        assert set(g.nodes) == set(a.deps.nodes) and set(ops) <= set(g.nodes)
+        for n, attrs in g.nodes(data=True):
+            assert attrs == (node_attrs(ops[n]) if n in ops else {})
+            if n in ops:
+                assert attrs["command"] == ops[n].describe() and attrs["writer"] == ops[n].writer
         assert sorted(map(repr, g.edges(keys=True, data=True))) == sorted(
             repr((x, y, k, d)) for x, y, k, d in a.deps._edges)
         assert find_cycles(g) == a.cycles
