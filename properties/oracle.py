@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from icecheck.models import operations as ops
@@ -392,6 +392,10 @@ class Oracle:
     last_writer: dict                  # key -> label (at the end of the lineage)
     stale_ops: set                     # labels of lineage ops whose base is not on the lineage
     keyfn: KeyFn | None = None
+    # the rest of the fold's state at the lineage's end, for resuming it (``memo_oracle``):
+    # key -> did its last write delete it; each mismatch's identity, in ``mismatches`` order
+    last_deleter: dict = field(default_factory=dict, repr=False)
+    idents: list = field(default_factory=list, repr=False)
 
 
 def _group(rows, kf: KeyFn) -> dict:
@@ -436,7 +440,13 @@ def memo_oracle(h: History, kf: KeyFn) -> Oracle:
         return run_oracle(h, kf)
     got = memo.oracles.get(key_t)
     if got is None:
-        got = memo.oracles[key_t] = (next(memo.ids), run_oracle(h, kf))
+        # The fold's state after the lineage's first n-1 snapshots is a function of the first
+        # n-1 items of the key (each item is all the fold reads at its position): resume the
+        # oracle of the parent lineage when the memo has it (the lineage one commit shorter,
+        # judged a level earlier), instead of folding every position again.
+        parent = memo.oracles.get(key_t[:-1]) if len(key_t) > 3 else None
+        got = memo.oracles[key_t] = (next(memo.ids),
+                                     run_oracle(h, kf, parent[1] if parent else None))
     h.oracle_key = got[0]
     mine = copy.copy(got[1])
     mine.effects = dict(mine.effects)
@@ -490,19 +500,39 @@ def _oracle_key(h: History, kf: KeyFn) -> tuple | None:
 _KEYS_PER_METADATA = 64
 
 
-def run_oracle(h: History, kf: KeyFn) -> Oracle:
-    effects: dict = {}
-    writes: dict = {}
-    version_order: dict = {}
-    expected_list: list = []
-    mismatches: dict = {}
-    origin: dict = {}
-    last_writer: dict = {}
-    last_deleter: dict = {}  # key -> True when the last write of the key deleted it
+def run_oracle(h: History, kf: KeyFn, prefix: Oracle | None = None) -> Oracle:
+    """The oracle of the history's lineage: its operations' effects folded in commit order,
+    each version compared with the table's rows. ``prefix``: the oracle of the lineage's first
+    ``len(prefix.expected)`` snapshots (equal in everything the fold reads there), whose state
+    the fold resumes from (copied: the prefix is shared and never modified)."""
+    if prefix is None:
+        effects: dict = {}
+        writes: dict = {}
+        version_order: dict = {}
+        expected_list: list = []
+        mismatches: dict = {}
+        origin: dict = {}
+        last_writer: dict = {}
+        last_deleter: dict = {}  # key -> True when the last write of the key deleted it
+        state: dict = {}
+        start = 0
+    else:
+        effects, writes = dict(prefix.effects), dict(prefix.writes)
+        version_order = {k: list(v) for k, v in prefix.version_order.items()}
+        expected_list = list(prefix.expected)
+        mismatches = {i: replace(m, positions=list(m.positions))
+                      for i, m in zip(prefix.idents, prefix.mismatches)}
+        origin, last_writer = dict(prefix.origin), dict(prefix.last_writer)
+        last_deleter = dict(prefix.last_deleter)
+        start = len(expected_list)
+        state = expected_list[-1] if expected_list else {}
     lineage_ids = {s.snapshot_id for s in h.lineage}
-    stale: set = set()
-    state: dict = {}
-    for pos, (snap, op) in enumerate(zip(h.lineage, h.lineage_ops)):
+    # operations whose base is not on the lineage (a function of the whole lineage)
+    stale = {op.label for snap, op in zip(h.lineage, h.lineage_ops)
+             if op is not None and snap.snapshot_id not in h.inner_ids
+             and op.base_snapshot_id is not None and op.base_snapshot_id not in lineage_ids}
+    for pos in range(start, len(h.lineage)):
+        snap, op = h.lineage[pos], h.lineage_ops[pos]
         actual = _grouped(h, snap.snapshot_id, kf)
         if op is None:  # a snapshot no writer claims (reported by metadata_integrity): resync
             state = dict(actual)
@@ -513,8 +543,6 @@ def run_oracle(h: History, kf: KeyFn) -> Oracle:
             # transaction's effect is judged once, at its last snapshot
             expected_list.append(state)
             continue
-        if op.base_snapshot_id is not None and op.base_snapshot_id not in lineage_ids:
-            stale.add(op.label)
         eff = memo_effect(h, op, kf)
         effects[op.label] = eff
         state = dict(state)
@@ -586,5 +614,5 @@ def run_oracle(h: History, kf: KeyFn) -> Oracle:
             origins = {r: origin.get((k, r)) for r in set(a) | set(e)}
             mismatches[ident] = Mismatch(kind, k, pos, e, a, resp, origins, [pos])
     return Oracle(effects, writes, version_order, expected_list, list(mismatches.values()),
-                  origin, last_writer, stale, kf)
+                  origin, last_writer, stale, kf, last_deleter, list(mismatches))
 

@@ -64,6 +64,39 @@ def test_memoised_evaluation_equals_a_fresh_one(config):
         assert violated and memo.expectations
 
 
+@pytest.mark.parametrize("mix", [0, 1, 2, 3, 4])
+def test_resumed_oracle_equals_a_fresh_fold(mix):
+    """``memo_oracle`` resumes the oracle of the lineage one commit shorter: every field
+    equals folding the whole lineage afresh (mismatches, expected versions, stale operations
+    and the fold's own state included), on the memo tests' configurations."""
+    from _search_util import MIXES
+    from icecheck.properties.history import build_history
+    from icecheck.properties.oracle import _oracle_key, memo_oracle, run_oracle
+    prof, w, o, cmds, keys, catalog, fv, retries, flags = MIXES[mix]
+    cfg = with_retries(mix_config(prof, w, o, cmds, keys, catalog=catalog, format_version=fv,
+                                  **flags), retries)
+    ex, states = walk(cfg, 300)
+    memo = EvalMemo(ex.fp.content)
+    resumed = 0
+    for s in states:
+        h = build_history(ex.model, s, memo)
+        kf = memo.keyfn(ex.model.table, cfg.key)
+        key = _oracle_key(h, kf)
+        resumed += key is not None and key not in memo.oracles and key[:-1] in memo.oracles
+        got = memo_oracle(h, kf)
+        fresh = run_oracle(build_history(ex.model, s), kf)
+        fields = ("writes", "version_order", "expected", "mismatches", "origin",
+                  "last_writer", "stale_ops", "last_deleter", "idents")
+        assert {f: getattr(got, f) for f in fields} == {f: getattr(fresh, f) for f in fields}
+        effect = ("sets", "appends", "reads", "inserted", "deleted", "logical_noop",
+                  "blind_sets")
+        assert {k: [getattr(e, f) for f in effect] + [e.drop is None]
+                for k, e in got.effects.items()} == \
+            {k: [getattr(e, f) for f in effect] + [e.drop is None]
+             for k, e in fresh.effects.items()}
+    assert resumed
+
+
 def test_a_bounded_memo_forgets_and_still_agrees():
     """A memo whose tables hold 3 entries keeps forgetting: the verdicts are the same."""
     cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
