@@ -624,23 +624,33 @@ class _Recorder:
 
     def __init__(self, res: Result, start: float):
         self.res, self.start = res, start
-        self.found_at: dict[str, tuple] = {}
 
-    def judged(self, fp: bytes, verdict: tuple, depth: int, path: Callable[[], list[str]]):
-        unexpected, known, allowed, events = verdict
+    def judged(self, items: list[tuple[bytes, tuple]], depth: int,
+               path: Callable[[bytes], list[str]]) -> None:
+        """Fold the verdicts of ``items`` ((fingerprint, verdict), in search order) at
+        ``depth``; ``path(fp)`` gives a state's actions (asked at a property's first
+        occurrence only). The counters are summed per distinct verdict (a level of thousands
+        of states has a few dozen), the first occurrences found in order."""
         res = self.res
-        for e in events:
-            res.reached[e] += 1
-        for p in unexpected:
-            res.violation_counts[p] += 1
-            if p not in res.violations:
-                res.violations[p] = Violation(p, True, p in known, depth, res.states,
-                                              time.monotonic() - self.start, path())
-        for p in allowed:
-            res.allowed_counts[p] += 1
-            if p not in res.allowed:
-                res.allowed[p] = Violation(p, False, False, depth, res.states,
-                                           time.monotonic() - self.start, path())
+        tally: dict = {}
+        for _, verdict in items:
+            tally[verdict] = tally.get(verdict, 0) + 1
+        for (unexpected, _, allowed, events), n in tally.items():
+            for e in events:
+                res.reached[e] += n
+            for p in unexpected:
+                res.violation_counts[p] += n
+            for p in allowed:
+                res.allowed_counts[p] += n
+        for fp, (unexpected, known, allowed, _) in items:
+            for p in unexpected:
+                if p not in res.violations:
+                    res.violations[p] = Violation(p, True, p in known, depth, res.states,
+                                                  time.monotonic() - self.start, path(fp))
+            for p in allowed:
+                if p not in res.allowed:
+                    res.allowed[p] = Violation(p, False, False, depth, res.states,
+                                               time.monotonic() - self.start, path(fp))
 
 
 def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on, evaluate,
@@ -748,8 +758,7 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             # batches in that order, so only several workers' answers need sorting)
             if workers > 1:
                 judged_all.sort(key=lambda x: order[x[0]])
-            for fp, verdict in judged_all:
-                rec.judged(fp, verdict, depth, lambda fp=fp: path_to(fp))
+            rec.judged(judged_all, depth, path_to)
             if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
                 res.stopped = "found"
                 raise _Stop()
@@ -846,7 +855,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
 
     def visit(s, fp, depth, pruned):
         verdict = ex.judge(s)
-        rec.judged(fp, verdict, depth, lambda: list(path))
+        rec.judged([(fp, verdict)], depth, lambda _: list(path))
         actions = model.actions(s)
         if not actions:
             res.final_states += 1
