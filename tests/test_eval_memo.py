@@ -138,3 +138,28 @@ def test_collector_thresholds_restored():
     with few_collections():
         assert gc.get_threshold()[0] > before[0]
     assert gc.get_threshold() == before
+
+
+def test_collector_freezes_only_during_a_search_and_never_what_the_caller_froze():
+    """A search freezes what it keeps between batches and unfreezes it all at the end; a
+    process that froze objects of its own keeps them frozen, and the search does not freeze."""
+    assert gc.get_freeze_count() == 0
+    with few_collections() as heap:
+        heap.settle()
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), 1), 1)
+    from icecheck.engines.explicit import search
+    assert search(cfg, traces=False).complete and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        with few_collections() as heap:
+            assert not heap.freezing
+            keep = [[] for _ in range(1000)]
+            heap.settle()
+            assert gc.get_freeze_count() <= mine      # nothing more frozen
+        assert 0 < gc.get_freeze_count() <= mine       # the caller's stay frozen
+        del keep
+    finally:
+        gc.unfreeze()
