@@ -256,7 +256,11 @@ def _meta_key(meta, fp: Fingerprinter) -> tuple:
 
 @dataclass
 class LevelStats:
-    """What expanding some states of a level adds to a ``Result`` (summed over workers)."""
+    """What expanding some states of a level adds to a ``Result`` (summed over workers).
+
+    Transitions are first counted per set of coverage labels (``tally``: an index into
+    ``label_sets``, the expander's registry; a batch has a few dozen sets), and the labels
+    counted once per set when the stats are read (``flush``)."""
 
     coverage: Counter = field(default_factory=Counter)
     enabled: int = 0
@@ -264,12 +268,26 @@ class LevelStats:
     cut: int = 0
     finals: int = 0
     outcomes: set = field(default_factory=set)
+    tally: dict = field(default_factory=dict)
+    label_sets: list | None = None
+
+    def flush(self) -> "LevelStats":
+        """Count the tallied transitions' labels into ``coverage``; drop the registry (a
+        flushed LevelStats travels between processes without it)."""
+        cov = self.coverage
+        for i, n in self.tally.items():
+            for label in self.label_sets[i]:
+                cov[label] += n
+        self.tally, self.label_sets = {}, None
+        return self
 
     def as_dict(self) -> dict:
+        self.flush()
         return {"coverage": self.coverage, "enabled": self.enabled, "explored": self.explored,
                 "cut": self.cut, "finals": self.finals, "outcomes": self.outcomes}
 
     def add_to(self, res: "Result") -> None:
+        self.flush()
         res.coverage.update(self.coverage)
         res.enabled_transitions += self.enabled
         res.transitions += self.explored
@@ -298,6 +316,8 @@ class Expander:
         self.memo = EvalMemo(self.fp.content)
         self.model.content_key = self.fp.content
         self._labels: dict = {}   # _coverage's memo
+        self._label_sets: list[tuple] = []        # each distinct set of coverage labels
+        self._label_ids: dict[tuple, int] = {}    # ... and its index there
         self._position = {p.name: i for i, p in enumerate(self.model.config.writers)}
         self._pruned_memo: dict = {}   # _pruned's memo
 
@@ -360,7 +380,8 @@ class Expander:
         from icecheck.traces.execute import judge, reached
         j = judge(self.cfg, self.model, s, self.memo)
         unexpected = tuple(sorted({v.property for v in j.unexpected}))
-        known = tuple(p for p in unexpected if j.known_finding(p))
+        found = j.known_findings()
+        known = tuple(p for p in unexpected if p in found)
         allowed = tuple(sorted({v.property for v, _ in j.expected} - set(unexpected)))
         events = tuple(sorted(reached(self.model, s, self.cfg.key, self.memo)))
         return unexpected, known, allowed, events
@@ -384,7 +405,7 @@ class Expander:
     def expand(self, items: list[tuple[bytes, frozenset | None]], depth: int) -> dict:
         """Judge and expand ``items`` (fingerprint, pruned action labels) of this level."""
         judged, edges = [], []
-        stats = LevelStats()
+        stats = self.level_stats()
         for fp, pruned in items:
             s = self.states[fp]
             judged.append((fp, self.judge(s)))
@@ -419,7 +440,7 @@ class Expander:
                 continue
             s2 = model.step(s, a)
             stats.explored += 1
-            self._coverage(stats.coverage, s, s2, a)
+            self._coverage(stats.tally, s, s2, a)
             fp2, conc2 = self.fingerprints(s2)
             p2 = self._pruned(a, s2, ranks, pruned) if self.por else _NONE
             out.append((fp2, label, conc2, p2, s2))
@@ -446,10 +467,15 @@ class Expander:
             got = self._pruned_memo[key] = sleep_after(a, enabled, ranks, asleep, by_label.get)
         return got
 
-    def _coverage(self, cov: Counter, s: State, s2: State, a: Action) -> None:
-        """Count the transition's coverage labels: a function of the action's kind and the
-        stepping writer before and after, memoised by their identity (the step memo shares
-        writer objects; the entry keeps them alive, so their ids are not reused)."""
+    def level_stats(self) -> LevelStats:
+        """An empty ``LevelStats`` that tallies this expander's coverage label sets."""
+        return LevelStats(label_sets=self._label_sets)
+
+    def _coverage(self, tally: dict, s: State, s2: State, a: Action) -> None:
+        """Tally the transition's coverage labels (``LevelStats.tally``): a function of the
+        action's kind and the stepping writer before and after, memoised by their identity
+        (the step memo shares writer objects; the entry keeps them alive, so their ids are
+        not reused); each distinct set of labels is registered once, by an index."""
         i = self._position[a.writer]         # a state keeps its writers in slot order
         w1, w2 = s.writers[i], s2.writers[i]
         key = (id(w1), id(w2), a.kind)
@@ -457,9 +483,14 @@ class Expander:
         if got is None:
             if len(self._labels) >= self.TRANSITION_MEMO:
                 self._labels.clear()
-            got = self._labels[key] = (w1, w2, self._labels_of(w1, w2, a))
-        for label in got[2]:
-            cov[label] += 1
+            labels = tuple(self._labels_of(w1, w2, a))
+            lid = self._label_ids.get(labels)
+            if lid is None:
+                lid = self._label_ids[labels] = len(self._label_sets)
+                self._label_sets.append(labels)
+            got = self._labels[key] = (w1, w2, lid)
+        lid = got[2]
+        tally[lid] = tally.get(lid, 0) + 1
 
     #: Entries of the coverage labels' and the pruned sets' memos before each is emptied.
     TRANSITION_MEMO = 50_000
@@ -876,6 +907,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
     res.note_symmetry(ex.fp.note)
     model = ex.model
     rec = _Recorder(res, start)
+    tally = ex.level_stats()     # the transitions' coverage, counted into res at the end
     s0 = model.initial()
     fp0, conc0 = ex.fingerprints(s0)
     seen: dict[bytes, tuple[bytes, frozenset]] = {fp0: (conc0, frozenset())}
@@ -918,7 +950,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
             a = todo[i]
             s2 = model.step(s, a)
             res.transitions += 1
-            ex._coverage(res.coverage, s, s2, a)
+            ex._coverage(tally.tally, s, s2, a)
             fp2, conc2 = ex.fingerprints(s2)
             # depth-1 sleep sets (nothing inherited: a revisit re-expands only the difference)
             p2 = sleep_after(a, model.actions(s2), ex.fp.writer_ranks(s)) if por else _NONE
@@ -971,6 +1003,8 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
             res.complete = True
     except KeyboardInterrupt:
         res.stopped = "interrupted"
+    finally:
+        res.coverage.update(tally.flush().coverage)
     return res
 
 

@@ -33,7 +33,7 @@ import pickle
 import time
 from collections import Counter
 
-from icecheck.engines.explicit import (SPARK_BFS, Bounds, Expander, LevelStats, Progress,
+from icecheck.engines.explicit import (SPARK_BFS, Bounds, Expander, Progress,
                                        Result, Violation, _Stop)
 
 
@@ -58,7 +58,7 @@ def _expand_partition(spec: bytes, depth: int, items):
     """Judge and expand this partition's frontier states: one ("S", summary) record, then
     ("E", (fingerprint, candidate)) per explored edge."""
     ex = _expander(spec)
-    stats = LevelStats()
+    stats = ex.level_stats()
     firsts: dict[tuple, tuple] = {}         # (kind, property) -> (least fp, known)
     counts: Counter = Counter()             # (kind, property) -> states
     edges = []
@@ -74,7 +74,7 @@ def _expand_partition(spec: bytes, depth: int, items):
         for i, (fp2, label, conc2, p2, s2) in enumerate(ex.successors(s, pruned, depth, stats)):
             # candidate: (order key, label, concrete fp, state, pruned, mixed)
             edges.append(("E", (fp2, ((fp, i), label, conc2, s2, p2, False))))
-    yield ("S", (stats, firsts, counts))
+    yield ("S", (stats.flush(), firsts, counts))
     yield from edges
 
 

@@ -121,9 +121,16 @@ class Judgement:
 
     def known_finding(self, prop: str) -> bool:
         """Is every unexpected violation of ``prop`` a recorded known finding?"""
-        mine = [v for v in self.unexpected if v.property == prop]
+        return prop in self.known_findings()
+
+    def known_findings(self) -> set[str]:
+        """The properties every unexpected violation of which is a recorded known finding
+        (one pass; a history with many dependency cycles has many violations)."""
         known = {id(v) for v, _ in self.known}
-        return bool(mine) and all(id(v) in known for v in mine)
+        props: dict[str, bool] = {}
+        for v in self.unexpected:
+            props[v.property] = props.get(v.property, True) and id(v) in known
+        return {p for p, all_known in props.items() if all_known}
 
 
 def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgement:
