@@ -455,8 +455,12 @@ class Expander:
         ``asleep`` (each of its actions is still enabled in ``s2``: it is independent of
         ``a``, so of another writer, whose enabled actions ``a`` does not change)."""
         model = self.model
-        actions = model.writer_actions
-        parts = tuple([actions(s2, w) for w in s2.writers])
+        actions, tag = model.writer_actions, model._actions_tag
+        parts = []
+        for w in s2.writers:
+            # Model.writer_actions's cache, read inline (a state's writers were stepped by it)
+            got = w.__dict__.get("_icecheck_acts")
+            parts.append(got[1] if got is not None and got[0] is tag else actions(s2, w))
         key = (id(a), id(ranks), *map(id, parts), asleep)
         got = self._pruned_memo.get(key)
         if got is None:

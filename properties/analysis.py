@@ -7,6 +7,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
+from icecheck.models.commands_spec import MERGE_INSERT
 from icecheck.models.system import Model, State, new_token
 
 from .history import History, Op, build_history, describe_intent
@@ -102,7 +103,6 @@ class Analysis:
     def insert_only_merges(self, labels) -> bool:
         """Every one of these operations is an insert-only MERGE (MERGE_INSERT): engines plan it
         as a plain append, so no isolation level validates it (properties/expectations.yaml)."""
-        from icecheck.models.commands_spec import MERGE_INSERT
         ops = [self.op(lb) for lb in labels]
         return bool(ops) and all(o is not None and getattr(o.intent, "kind", None) == MERGE_INSERT
                                  for o in ops)

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import networkx as nx
 
+from .common import jsonable
 from .history import History
 from .oracle import Oracle
+from .violation import VIOLATION, Violation
 
 WW, WR, RW, CO = "ww", "wr", "rw", "co"
 DATA_EDGES = (WW, WR, RW)
@@ -284,9 +286,6 @@ def check(a) -> list:
     dependency graph, its cycles and everything a message names (each operation on the
     lineage: its label, record and sequence number; the effects; the key) are functions of the
     oracle's key and the lineage's sequence numbers (issue 13)."""
-    from .common import jsonable
-    from .violation import VIOLATION, Violation
-
     out = []
     effects = a.oracle.effects
     for anomaly, edges in a.cycles:
