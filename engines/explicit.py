@@ -21,6 +21,7 @@ See docs/exhaustive.md for the design and the soundness argument.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import signal
 import time
@@ -189,8 +190,10 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     listed = meta._by_id         # the metadata's snapshots by id (TableMetadata.snapshot)
     for w in s.writers:
         got = w.__dict__.get("_icecheck_jk")
-        part, sids = got if got is not None else _writer_key(w, fp)
-        writers.append(part)
+        if got is None or got[2] is not _PART_TOKEN:
+            got = _writer_key(w, fp)
+        writers.append(got[0])
+        sids = got[1]
         if not off:
             for sid in sids:
                 if sid not in listed:
@@ -210,8 +213,10 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
 
 
 def _writer_key(w, fp: Fingerprinter) -> tuple:
-    """(what the properties read of a writer, the snapshot ids its records name), cached on the
-    writer object (identity digests do not depend on the fingerprinter's group).
+    """(a name of what the properties read of a writer, the snapshot ids its records name,
+    ``_PART_TOKEN``), cached on the writer object (identity digests do not depend on the
+    fingerprinter's group). The name is an int (``_PART_NAMES``): a judge key hashes one int
+    per writer, not the writer's nested part, at every state.
 
     Of a finished operation whose commit applied, or that was told it committed, the
     properties read everything (its snapshot, sequence number, intent, operation, base). Of
@@ -226,16 +231,30 @@ def _writer_key(w, fp: Fingerprinter) -> tuple:
     with faults, crashes, phantom failures, expiry and compaction afresh and checks that
     states of one key have one verdict."""
     got = w.__dict__.get("_icecheck_jk")
-    if got is None:
+    if got is None or got[2] is not _PART_TOKEN:
         p, d = fp.perms[0], fp.obj_digest
         part = (w.name, w.attempt,
                 tuple(d(r, p) if r.applied or r.outcome == S.COMMITTED
                       else (r.index, r.outcome, r.attempts) for r in w.history),
                 None if w.phantom_id is None else (w.phantom_id, d(w.operation, p)))
         sids = tuple(r.snapshot_id for r in w.history if r.snapshot_id is not None)
-        got = (part, sids)
+        name = _PART_NAMES.get(part)
+        if name is None:
+            if len(_PART_NAMES) >= _PART_NAMES_SIZE:
+                _PART_NAMES.clear()      # an equal part gets a new name: a verdict memo miss
+            name = _PART_NAMES[part] = next(_PART_COUNTER)
+        got = (name, sids, _PART_TOKEN)
         object.__setattr__(w, "_icecheck_jk", got)
     return got
+
+
+#: a writer's judge-key part -> its name: an int never reused for another part in this
+#: process (names cached on writers are tagged with ``_PART_TOKEN``: a writer pickled in
+#: another process, by the Spark BFS, is named again here)
+_PART_NAMES: dict = {}
+_PART_NAMES_SIZE = 200_000
+_PART_COUNTER = itertools.count()
+_PART_TOKEN = S.new_token()
 
 
 def _meta_key(meta, fp: Fingerprinter) -> tuple:
