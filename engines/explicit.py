@@ -182,7 +182,10 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     expired ancestor) is found by ``history.py`` in whichever metadata file lists it, so then
     every metadata file's snapshots are part of the key."""
     catalog = s.catalog
-    meta = s.store[catalog.pointer]
+    store = s.store
+    pointer = catalog.pointer
+    # ObjectStore.__getitem__, inline (it raises KeyError for a deleted path)
+    meta = store._objects[pointer] if pointer not in store._deleted else store[pointer]
     # the caches of _meta_key and _writer_key, read inline (a key is made for every state)
     got = meta.__dict__.get("_icecheck_jm")
     meta_digest, off = got if got is not None else _meta_key(meta, fp)
@@ -208,8 +211,7 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
                     index.setdefault(snap.snapshot_id, snap)
         extra = tuple((sid, fp.obj_digest(snap, fp.perms[0]))
                       for sid, snap in sorted(index.items()))
-    return (catalog.pointer, catalog.version, meta_digest, tuple(writers), s.store.deleted,
-            extra)
+    return (pointer, catalog.version, meta_digest, tuple(writers), store._deleted, extra)
 
 
 def _writer_key(w, fp: Fingerprinter) -> tuple:

@@ -180,6 +180,21 @@ class History:
                 and all(op.base_snapshot_id is None or op.base_snapshot_id in ids
                         for op in self.committed_ops))
 
+    def file_facts(self, snapshot: Snapshot) -> tuple:
+        """(the paths of the snapshot's live data files, does it have live delete files, is
+        one a deletion vector, the paths its live delete files apply to): what the
+        reachability events read of its files; with a ``memo``, shared like ``live_files``."""
+        key = ("facts",) + self.rows_key(snapshot.snapshot_id) if self.memo is not None else None
+        got = self.memo.rows.get(key) if key is not None else None
+        if got is None:
+            data, deletes = self.live_files(snapshot)
+            got = (frozenset(e.file.path for e in data), bool(deletes),
+                   any(e.file.content == "dv" for e in deletes),
+                   frozenset(p for e in deletes for p in e.file.referenced_paths))
+            if key is not None:
+                self.memo.rows[key] = got
+        return got
+
     def live_files(self, snapshot: Snapshot):
         """(live data entries, live delete entries) of a snapshot of this history; with a
         ``memo``, shared like ``rows`` (the lists are never modified by their readers)."""

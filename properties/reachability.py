@@ -13,6 +13,8 @@ from icecheck.models.system import (COMMIT_FAILED, COMMIT_UNKNOWN, COMMITTED, CR
 
 from .analysis import Analysis
 
+_NONE: frozenset = frozenset()
+
 EVENTS: dict[str, str] = {
     "commit": "an operation committed",
     "lost_race": "a cas failed (the metadata pointer had moved) and the writer retried",
@@ -100,7 +102,7 @@ def _lineage_events(a: Analysis) -> frozenset[str]:
     if len(ops) >= 2:
         ev.add("multi_commit_lineage")
     pos_of = {s.snapshot_id: i for i, s in enumerate(h.lineage)}
-    effects = a.oracle.effects
+    effects, writes = a.oracle.effects, a.oracle.writes
     bases: dict = {}
     for op in ops:
         bases.setdefault(op.base_snapshot_id, []).append(op)
@@ -117,8 +119,8 @@ def _lineage_events(a: Analysis) -> frozenset[str]:
                 continue
             ev.add("concurrent_committed_writes")
             ex, ey = effects.get(x.label), effects.get(y.label)
-            kx = set(a.oracle.writes.get(x.label, ()))
-            ky = set(a.oracle.writes.get(y.label, ()))
+            kx = writes.get(x.label) or _NONE     # never modified here
+            ky = writes.get(y.label) or _NONE
             same = kx & ky
             if same:
                 ev.add("concurrent_writes_same_key")
@@ -130,17 +132,16 @@ def _lineage_events(a: Analysis) -> frozenset[str]:
                     ev.add("delete_concurrent_with_committed_write")
                     if same:
                         ev.add("delete_concurrent_same_key")
-    prev_deleted_targets: set = set()
+    prev_deleted_targets: frozenset = _NONE
     for snap in h.lineage:
-        data, deletes = h.live_files(snap)
-        live = {e.file.path for e in data}
+        live, deletes, dv, targets = h.file_facts(snap)
         if prev_deleted_targets - live:
             ev.add("data_file_with_deletes_removed")
         if deletes:
             ev.add("live_delete_file")
-            if any(e.file.content == "dv" for e in deletes):
+            if dv:
                 ev.add("dv_live")
-        prev_deleted_targets = {p for e in deletes for p in e.file.referenced_paths}
+        prev_deleted_targets = targets
     if a.has_rw:
         ev.add("rw_edge")
     if a.cycles:
