@@ -341,6 +341,10 @@ class Expander:
         self._label_ids: dict[tuple, int] = {}    # ... and its index there
         self._position = {p.name: i for i, p in enumerate(self.model.config.writers)}
         self._pruned_memo: dict = {}   # _pruned's memo
+        # the symmetry order types of this level's states and of the next level's, by
+        # fingerprint, when ``successors`` saw them computed (``Fingerprinter.last_order``)
+        self._orders: dict[bytes, tuple] = {}
+        self._next_orders: dict[bytes, tuple] = {}
 
     def initial(self) -> tuple[bytes, bytes]:
         s = self.model.initial()
@@ -372,9 +376,15 @@ class Expander:
 
     def advance(self, keep: list[bytes]) -> None:
         """Start a new level: keep the generated states the master assigned to this process."""
-        nxt = self.next
-        self.states = {fp: nxt[fp] for fp in keep}
-        self.next = {}
+        nxt, orders = self.next, self._next_orders
+        # ``keep`` names states of ``nxt``: all of them (one worker, no state seen before) is
+        # the common case, and needs no copy
+        if len(keep) == len(nxt):
+            self.states, self._orders = nxt, orders
+        else:
+            self.states = {fp: nxt[fp] for fp in keep}
+            self._orders = {fp: orders[fp] for fp in keep if fp in orders}
+        self.next, self._next_orders = {}, {}
 
     def rebuild(self, items: list[tuple[bytes, list[str]]]) -> list[bytes]:
         """Resuming a checkpoint (``engines/checkpoint.py``): rebuild the states of
@@ -382,6 +392,7 @@ class Expander:
         come out the same (an empty list when the checkpoint fits this model)."""
         from icecheck.engines.checkpoint import rebuild_states
         self.next, bad = rebuild_states(self.model, self.fingerprints, items)
+        self._next_orders = {}
         return bad
 
     def judge(self, s: State) -> tuple:
@@ -427,20 +438,27 @@ class Expander:
         """Judge and expand ``items`` (fingerprint, pruned action labels) of this level."""
         judged, edges = [], []
         stats = self.level_stats()
+        orders = self._orders
         for fp, pruned in items:
             s = self.states[fp]
             judged.append((fp, self.judge(s)))
-            for fp2, label, conc2, p2, s2 in self.successors(s, pruned, depth, stats):
+            for fp2, label, conc2, p2, s2 in self.successors(s, pruned, depth, stats,
+                                                              orders.get(fp), self._next_orders):
                 if fp2 not in self.next:
                     self.next[fp2] = s2
                 edges.append((fp2, fp, label, conc2, p2))
         return {"judged": judged, "edges": edges, **stats.as_dict()}
 
     def successors(self, s: State, pruned: frozenset | None, depth: int,
-                   stats: "LevelStats") -> list[tuple]:
+                   stats: "LevelStats", order: tuple | None = None,
+                   orders: dict | None = None) -> list[tuple]:
         """The explored edges out of ``s`` at ``depth``, in action order: (canonical
         fingerprint, action label, concrete fingerprint, labels POR prunes after it, state).
-        Every engine (local BFS, ``engines/spark_bfs.py``) expands states through this."""
+        Every engine (local BFS, ``engines/spark_bfs.py``) expands states through this.
+
+        ``order``: the symmetry order type of ``s`` when known (``Fingerprinter.writer_ranks``);
+        ``orders``: where to keep each new fingerprint's first successor's order type, which
+        the fingerprint just computed (``expand`` keeps that successor as the state)."""
         model = self.model
         actions = model.actions(s)
         if not actions:
@@ -452,9 +470,14 @@ class Expander:
             return []
         stats.enabled += len(actions)
         out = []
+        fpr = self.fp
         if self.por:
-            ranks = self.fp.writer_ranks(s)
+            ranks = fpr.writer_ranks(s, order)
             pruned = pruned or _NONE
+            if not fpr.ranked:
+                orders = None
+        else:
+            orders = None
         for a in actions:
             label = str(a)
             if pruned and label in pruned:
@@ -463,6 +486,8 @@ class Expander:
             stats.explored += 1
             self._coverage(stats.tally, s, s2, a)
             fp2, conc2 = self.fingerprints(s2)
+            if orders is not None and fp2 not in orders:
+                orders[fp2] = fpr.last_order
             p2 = self._pruned(a, s2, ranks, pruned) if self.por else _NONE
             out.append((fp2, label, conc2, p2, s2))
         return out

@@ -179,6 +179,10 @@ class Fingerprinter:
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
         self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
         self._ranks: dict[tuple, dict] = {}    # the same -> writer_ranks (a config's names)
+        #: does the order type separate writers (a class of more than one writer)
+        self.ranked = bool([c for c in self.classes if len(c) > 1]) and self.symmetric
+        #: the order type ``candidates`` computed last (a caller may keep it for the state)
+        self.last_order: tuple = ()
         # the classes of more than one writer, as positions in a state's writers
         self._tied_classes = [[i - 1 for i in c] for c in self.classes if len(c) > 1]
 
@@ -384,7 +388,7 @@ class Fingerprinter:
             return [self._identity]
         # the candidates are a function of the order of the signatures within each class,
         # ties included: memoised on each class's order type
-        key = self._order_type(state)
+        key = self.last_order = self._order_type(state)
         got = self._candidates.get(key)
         if got is None:
             got = self._candidates[key] = self._candidates_of(state)
@@ -418,13 +422,17 @@ class Fingerprinter:
                 pattern.append(tuple(map(ranks.index, sigs)))
         return tuple(pattern)
 
-    def writer_ranks(self, state: State) -> dict[str, tuple]:
+    def writer_ranks(self, state: State, order: tuple | None = None) -> dict[str, tuple]:
         """Each writer's rank, by name: (its symmetry class's index, its signature's dense
         rank in the class). Partial-order reduction orders actions by it (``por.order_key``):
         a writer renamed by the group keeps its rank (``rank(lift(p)(s), p(w)) = rank(s,
         w)``), which the sleep sets need to stay sound under symmetry (docs/exhaustive.md);
-        interchangeable writers in equal states tie. Memoised on the order type."""
-        key = self._order_type(state) if self._tied_classes else ()
+        interchangeable writers in equal states tie. Memoised on the order type (``order``:
+        the state's, when the caller kept it from ``candidates``: ``last_order``)."""
+        if not self._tied_classes:
+            key = ()
+        else:
+            key = order if order is not None else self._order_type(state)
         got = self._ranks.get(key)
         if got is None:
             got = self._ranks[key] = self._ranks_of(state)

@@ -226,6 +226,29 @@ def test_por_order_is_invariant_under_the_symmetry_group():
     assert checked >= 150 and apart > 0
 
 
+def test_kept_order_types_are_the_states_own():
+    """``Expander.expand`` keeps each next-level state's symmetry order type as its
+    fingerprint computed it, for POR's ranks at expansion: on every level of a 3-writer
+    search it equals the stored state's own (ties included)."""
+    from icecheck.engines.explicit import Expander
+    cfg = with_retries(mix_config("spark-3.5-mor-serializable", 3, 1, ("delete", "update")), 0)
+    ex = Expander(cfg, True, True, Bounds())
+    fp0, _ = ex.initial()
+    ex.advance([fp0])
+    level, checked = [(fp0, frozenset())], 0
+    while level:
+        out = ex.expand(level, 0)
+        new = {}
+        for fp2, _, _, _, p2 in out["edges"]:
+            new.setdefault(fp2, p2)
+        ex.advance(list(new))
+        for fp in new:
+            assert ex._orders[fp] == ex.fp._order_type(ex.states[fp])
+            checked += 1
+        level = list(new.items())
+    assert checked > 300
+
+
 def test_bfs_traces_are_shortest_and_in_corpus_format():
     from icecheck.traces.format import check_trace
     cfg = mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update", "insert"), 1)
