@@ -474,7 +474,7 @@ class Expander:
         if self.por:
             ranks = fpr.writer_ranks(s, order)
             pruned = pruned or _NONE
-            if not fpr.ranked:
+            if not fpr.symmetric:      # no order type to keep (``candidates``)
                 orders = None
         else:
             orders = None
@@ -628,24 +628,24 @@ def few_collections():
 # -- worker processes ---------------------------------------------------------------------------
 def _worker_main(conn, cfg, symmetry, por, bounds, evaluate):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.set_threshold(GC_THRESHOLD, 50, 100)    # see few_collections (a process of its own)
     ex = Expander(cfg, symmetry, por, bounds, evaluate)
-    while True:
-        msg = conn.recv()
-        op = msg[0]
-        if op == "expand":
-            conn.send(ex.expand(msg[1], msg[2]))
-            gc.freeze()                            # _Heap.settle: all of it stays alive
-        elif op == "advance":
-            ex.advance(msg[1])
-            conn.send(None)
-        elif op == "rebuild":
-            conn.send(ex.rebuild(msg[1]))
-        elif op == "initial":
-            conn.send(ex.initial())
-        elif op == "stop":
-            conn.close()
-            return
+    with few_collections() as heap:            # a process of its own: its own collector
+        while True:
+            msg = conn.recv()
+            op = msg[0]
+            if op == "expand":
+                conn.send(ex.expand(msg[1], msg[2]))
+                heap.settle()
+            elif op == "advance":
+                ex.advance(msg[1])
+                conn.send(None)
+            elif op == "rebuild":
+                conn.send(ex.rebuild(msg[1]))
+            elif op == "initial":
+                conn.send(ex.initial())
+            elif op == "stop":
+                conn.close()
+                return
 
 
 class _Local:
@@ -957,12 +957,12 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
     res.note_symmetry(ex.fp.note)
     model = ex.model
     rec = _Recorder(res, start)
-    tally = ex.level_stats()     # the transitions' coverage, counted into res at the end
+    stats = ex.level_stats()     # the transitions' coverage, counted into res at the end
     s0 = model.initial()
     fp0, conc0 = ex.fingerprints(s0)
     seen: dict[bytes, tuple[bytes, frozenset]] = {fp0: (conc0, frozenset())}
     res.states = 1
-    # stack entries: (state, fp, depth, actions to explore, index)
+    # stack entries: (state, fp, depth, actions to explore, index, the writers' ranks for POR)
     path: list[str] = []
     stack: list[list] = []
 
@@ -979,7 +979,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
             return
         res.enabled_transitions += len(actions)
         todo = [a for a in actions if not (pruned and str(a) in pruned)]
-        stack.append([s, fp, depth, todo, 0])
+        stack.append([s, fp, depth, todo, 0, ex.fp.writer_ranks(s) if por else None])
 
     guard = None
     if bounds.max_memory_mb is not None:
@@ -990,7 +990,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
         visit(s0, fp0, 0, frozenset())
         while stack:
             top = stack[-1]
-            s, fp, depth, todo, i = top
+            s, fp, depth, todo, i, ranks = top
             if i >= len(todo):
                 stack.pop()
                 if path:
@@ -1000,10 +1000,10 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
             a = todo[i]
             s2 = model.step(s, a)
             res.transitions += 1
-            ex._coverage(tally.tally, s, s2, a)
+            ex._coverage(stats.tally, s, s2, a)
             fp2, conc2 = ex.fingerprints(s2)
             # depth-1 sleep sets (nothing inherited: a revisit re-expands only the difference)
-            p2 = sleep_after(a, model.actions(s2), ex.fp.writer_ranks(s)) if por else _NONE
+            p2 = sleep_after(a, model.actions(s2), ranks) if por else _NONE
             old = seen.get(fp2)
             if old is not None:
                 old_conc, old_pruned = old
@@ -1018,7 +1018,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
                 redo = [b for b in model.actions(s2) if str(b) in old_pruned and str(b) not in p2]
                 if redo:
                     path.append(str(a))
-                    stack.append([s2, fp2, depth + 1, redo, 0])
+                    stack.append([s2, fp2, depth + 1, redo, 0, ex.fp.writer_ranks(s2)])
                 continue
             seen[fp2] = (conc2, p2)
             res.states += 1
@@ -1054,7 +1054,7 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
     except KeyboardInterrupt:
         res.stopped = "interrupted"
     finally:
-        res.coverage.update(tally.flush().coverage)
+        res.coverage.update(stats.flush().coverage)
     return res
 
 

@@ -87,9 +87,9 @@ def sleep_after(last: Action, enabled: list[Action], ranks: Mapping[str, tuple],
                 action_of: Callable[[str], Action | None] | None = None) -> frozenset[str]:
     """The sleep set after the edge ``last`` taken at a state whose writers rank ``ranks``
     and whose own sleep set is ``inherited`` (labels; ``action_of`` reads one back from the
-    enabled actions, None when it is not one of them): the
-    actions of ``enabled`` independent of ``last`` that come before it in the order, and
-    those of ``inherited`` independent of ``last``."""
+    enabled actions, None when it is not one of them): the actions of ``enabled``
+    independent of ``last`` that come before it in the order, and those of ``inherited``
+    independent of ``last``."""
     lk = order_key(last, ranks)
     out = {str(b) for b in enabled if independent(b, last) and order_key(b, ranks) < lk}
     for label in inherited:

@@ -179,8 +179,6 @@ class Fingerprinter:
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
         self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
         self._ranks: dict[tuple, dict] = {}    # the same -> writer_ranks (a config's names)
-        #: does the order type separate writers (a class of more than one writer)
-        self.ranked = bool([c for c in self.classes if len(c) > 1]) and self.symmetric
         #: the order type ``candidates`` computed last (a caller may keep it for the state)
         self.last_order: tuple = ()
         # the classes of more than one writer, as positions in a state's writers
