@@ -13,7 +13,7 @@ commits are 1..n), so per-evaluation caches keyed by snapshot id are sound.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from icecheck.models.commands_spec import Command
 from icecheck.models.metadata import Snapshot, TableMetadata, snapshot_files_key
@@ -132,20 +132,12 @@ class History:
 
     def rows(self, snapshot_id: int | None) -> list:
         """Visible rows (RowVersion) of a snapshot, deletes applied; [] for the empty table.
-        With a ``memo``, shared with every evaluation that reads a snapshot of the same
-        manifests (``rows_key``). The list is never modified by its readers."""
+        Shared through the memo (``by_files``). The list is never modified by its readers."""
         got = self._rows.get(snapshot_id)
         if got is None:
             snap = self.snapshot(snapshot_id)
-            if snap is None:
-                got = []
-            elif self.memo is None:
-                got = read_rows(self.store, snap, self.columns)
-            else:
-                key = self.rows_key(snapshot_id)
-                got = self.memo.rows.get(key)
-                if got is None:
-                    got = self.memo.rows[key] = read_rows(self.store, snap, self.columns)
+            got = [] if snap is None else self.by_files(
+                (), snapshot_id, read_rows, self.store, snap, self.columns)
             self._rows[snapshot_id] = got
         return got
 
@@ -180,33 +172,41 @@ class History:
                 and all(op.base_snapshot_id is None or op.base_snapshot_id in ids
                         for op in self.committed_ops))
 
+    def by_files(self, tag: tuple, snapshot_id: int | None, compute: Callable[..., Any],
+                 *args) -> Any:
+        """``compute(*args)``, a function of what a reader of the snapshot opens (``rows_key``) and
+        of ``tag`` (what is computed from it): with a ``memo``, shared through its table of
+        rows (``memo.rows``, by ``tag + rows_key``) with every evaluation that reads a
+        snapshot of the same manifests. Its result is never modified by its readers."""
+        if self.memo is None:
+            return compute(*args)
+        key = tag + self.rows_key(snapshot_id)
+        got = self.memo.rows.get(key)
+        if got is None:
+            got = self.memo.rows[key] = compute(*args)
+        return got
+
     def file_facts(self, snapshot: Snapshot) -> tuple:
         """(the paths of the snapshot's live data files, does it have live delete files, is
         one a deletion vector, the paths its live delete files apply to): what the
-        reachability events read of its files; with a ``memo``, shared like ``live_files``."""
-        key = ("facts",) + self.rows_key(snapshot.snapshot_id) if self.memo is not None else None
-        got = self.memo.rows.get(key) if key is not None else None
-        if got is None:
-            data, deletes = self.live_files(snapshot)
-            got = (frozenset(e.file.path for e in data), bool(deletes),
-                   any(e.file.content == "dv" for e in deletes),
-                   frozenset(p for e in deletes for p in e.file.referenced_paths))
-            if key is not None:
-                self.memo.rows[key] = got
-        return got
+        reachability events read of its files (``by_files``)."""
+        return self.by_files(("facts",), snapshot.snapshot_id, _file_facts, self, snapshot)
 
     def live_files(self, snapshot: Snapshot):
-        """(live data entries, live delete entries) of a snapshot of this history; with a
-        ``memo``, shared like ``rows`` (the lists are never modified by their readers)."""
-        store = self.store
-        if self.memo is None:
-            return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
-        key = ("live",) + self.rows_key(snapshot.snapshot_id)
-        got = self.memo.rows.get(key)
-        if got is None:
-            got = self.memo.rows[key] = (live_data_entries(store, snapshot),
-                                         live_delete_entries(store, snapshot))
-        return got
+        """(live data entries, live delete entries) of a snapshot of this history
+        (``by_files``)."""
+        return self.by_files(("live",), snapshot.snapshot_id, _live_files, self.store, snapshot)
+
+
+def _live_files(store, snapshot: Snapshot) -> tuple:
+    return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
+
+
+def _file_facts(h: History, snapshot: Snapshot) -> tuple:
+    data, deletes = h.live_files(snapshot)
+    return (frozenset(e.file.path for e in data), bool(deletes),
+            any(e.file.content == "dv" for e in deletes),
+            frozenset(p for e in deletes for p in e.file.referenced_paths))
 
 
 def _lineage(state: State, meta: TableMetadata) -> list[Snapshot]:

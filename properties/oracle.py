@@ -406,17 +406,15 @@ def _group(rows, kf: KeyFn) -> dict:
 
 
 def _grouped(h: History, snapshot_id: int, kf: KeyFn) -> dict:
-    """The snapshot's visible rows by key (``_group``), shared through the history's memo
-    like ``History.rows`` (by ``rows_key``, for one key function); never modified by its
-    readers (``run_oracle`` copies before it changes a state)."""
-    rows = h.rows(snapshot_id)
-    if h.memo is None:
-        return _group([rv.values for rv in rows], kf)
-    key = ("grouped", kf.key, kf.scope) + h.rows_key(snapshot_id)
-    got = h.memo.rows.get(key)
-    if got is None:
-        got = h.memo.rows[key] = _group([rv.values for rv in rows], kf)
-    return got
+    """The snapshot's visible rows by key (``_group``), for one key function, shared
+    through the history's memo (``History.by_files``); never modified by its readers
+    (``run_oracle`` copies before it changes a state)."""
+    return h.by_files(("grouped", kf.key, kf.scope), snapshot_id, _group_rows, h, snapshot_id,
+                      kf)
+
+
+def _group_rows(h: History, snapshot_id: int, kf: KeyFn) -> dict:
+    return _group([rv.values for rv in h.rows(snapshot_id)], kf)
 
 
 def memo_oracle(h: History, kf: KeyFn) -> Oracle:
