@@ -203,6 +203,12 @@ class Fingerprinter:
             out.append(b")")
         elif v is None:
             out.append(b"N")
+        elif t in _FIELDS:
+            # a dataclass met before (``_encode`` registers each type it encodes): the
+            # commonest field value after strings, ints and tuples; obj_digest's cache, inline
+            cache = v.__dict__.get(_CACHE_ATTR)
+            got = cache[p.index] if cache is not None and len(cache) == self.nperms else None
+            out.append(b"D" + (got if got is not None else self.obj_digest(v, p)))
         elif t is bool:
             out.append(b"T" if v else b"F")
         elif t is float:
