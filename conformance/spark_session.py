@@ -95,8 +95,9 @@ def get_spark():
         _gate_dir = tempfile.mkdtemp(prefix="icecheck-spark-gate-")
         os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
         mem = os.environ.get("ICECHECK_SPARK_MEMORY", "768m")
+        master = os.environ.get("ICECHECK_SPARK_MASTER", "local[4]")
         builder = (
-            SparkSession.builder.master(os.environ.get("ICECHECK_SPARK_MASTER", "local[4]")).appName("icecheck-conformance")
+            SparkSession.builder.master(master).appName("icecheck-conformance")
             .config("spark.jars", ",".join(jars))
             .config("spark.driver.memory", mem)
             .config("spark.ui.enabled", "false")
@@ -117,6 +118,11 @@ def get_spark():
             .config(f"spark.sql.catalog.{CATALOG}.warehouse", "file://" + _warehouse)
             .config(f"spark.sql.catalog.{CATALOG}.cache-enabled", "false")
         )
+        if master.startswith("local"):
+            # the driver listens on loopback only (Spark's default is the host's address,
+            # which other machines reach); a cluster's executors must reach it, so not there
+            builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
+                       .config("spark.driver.host", "127.0.0.1"))
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(os.environ.get("ICECHECK_SPARK_LOG_LEVEL", "OFF"))
         spark.udf.register("icecheck_gate", _gate_udf_factory(_gate_dir), BooleanType())

@@ -50,6 +50,8 @@ from pyspark.sql import SparkSession
 def main() -> int:
     warehouse = tempfile.mkdtemp(prefix="wh-")
     b = (SparkSession.builder.master("local[1]").appName("iceberg-eq-delete-undelete")
+         .config("spark.driver.bindAddress", "127.0.0.1")  # listen on loopback only
+         .config("spark.driver.host", "127.0.0.1")
          .config("spark.sql.extensions",
                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.sql.catalog.demo", "org.apache.iceberg.spark.SparkCatalog")

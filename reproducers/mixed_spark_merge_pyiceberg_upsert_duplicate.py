@@ -73,6 +73,8 @@ def main() -> int:
     table.append(arrow([(0, "v0"), (1, "v0")]))
 
     b = (SparkSession.builder.master("local[2]").appName("iceberg-mixed-engines")
+         .config("spark.driver.bindAddress", "127.0.0.1")  # listen on loopback only
+         .config("spark.driver.host", "127.0.0.1")
          .config("spark.sql.extensions",
                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config(f"spark.sql.catalog.{CATALOG}", "org.apache.iceberg.spark.SparkCatalog")

@@ -32,6 +32,8 @@ from pyspark.sql import SparkSession
 def main() -> int:
     warehouse = tempfile.mkdtemp(prefix="wh-")
     b = (SparkSession.builder.master("local[1]").appName("iceberg-case-insensitive-overwrite")
+         .config("spark.driver.bindAddress", "127.0.0.1")  # listen on loopback only
+         .config("spark.driver.host", "127.0.0.1")
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false"))
     jars = os.environ.get("ICEBERG_SPARK_JARS")

@@ -51,6 +51,8 @@ def gate(token, _value):
 def main() -> int:
     warehouse = tempfile.mkdtemp(prefix="wh-")
     b = (SparkSession.builder.master("local[2]").appName("iceberg-insert-only-merge")
+         .config("spark.driver.bindAddress", "127.0.0.1")  # listen on loopback only
+         .config("spark.driver.host", "127.0.0.1")
          .config("spark.sql.extensions",
                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.sql.catalog.demo", "org.apache.iceberg.spark.SparkCatalog")

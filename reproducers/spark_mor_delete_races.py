@@ -54,6 +54,8 @@ def gate(token, _value):
 
 def session(warehouse: str) -> SparkSession:
     b = (SparkSession.builder.master("local[2]").appName("iceberg-mor-races")
+         .config("spark.driver.bindAddress", "127.0.0.1")  # listen on loopback only
+         .config("spark.driver.host", "127.0.0.1")
          .config("spark.sql.extensions",
                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.sql.catalog.demo", "org.apache.iceberg.spark.SparkCatalog")

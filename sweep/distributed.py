@@ -36,6 +36,12 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+#: A local session's driver (its RPC endpoint and block manager) listens on loopback only:
+#: Spark's default is the host's address (here 192.0.2.2, which other machines reach). A
+#: cluster's executors must reach the driver, so a non-local master keeps Spark's default.
+LOOPBACK = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+
+
 class ShipError(RuntimeError):
     """The code could not be built for shipping, or the workers cannot import icecheck without
     it (one line for the CLI)."""
@@ -147,7 +153,8 @@ def spark_session(master: str | None, *, ship_code: bool | None = None,
     submitted = under_spark_submit()
     master, memory = session_settings(master, submitted=submitted, driver_memory=driver_memory,
                                       executor_memory=executor_memory)
-    if master is not None and is_local(master):
+    local = master is not None and is_local(master)
+    if local:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -162,7 +169,7 @@ def spark_session(master: str | None, *, ship_code: bool | None = None,
          .config("spark.python.worker.reuse", "true")
          .config("spark.task.maxFailures", "2")
          .config("spark.scheduler.mode", "FAIR"))
-    for k, v in {**memory, **(conf or {})}.items():
+    for k, v in {**(LOOPBACK if local else {}), **memory, **(conf or {})}.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -62,3 +62,12 @@ def test_max_states_cuts_like_local_bfs(spark):
                         traces=False)
     assert not dist.complete and dist.stopped == "max states"
     assert summary(dist) == summary(local)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux's /proc")
+def test_local_session_listens_on_loopback_only(spark):
+    """A local session's driver (RPC endpoint, block manager) binds to loopback, not to the
+    host's address that Spark picks by default (``sweep.distributed.LOOPBACK``)."""
+    from _net_util import is_loopback, jvm_pid, listening
+    addrs = listening(jvm_pid(spark))
+    assert addrs and all(is_loopback(a) for a in addrs), addrs

@@ -169,3 +169,17 @@ def test_compaction_partial_progress_on_spark(spark_target):
     c = _scenario(spark_target, "spark-compaction-partial-progress-unpaused.yaml")
     _assert_agrees(c)
     assert [op.java_outcome for op in c.ops][-2:] == ["committed", "committed"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux's /proc")
+def test_conformance_session_listens_on_loopback_only(spark_target):
+    """The real-Spark session's driver binds to loopback, not to the host's address."""
+    import sys
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if tests not in sys.path:       # tests/_net_util.py, when this folder runs alone
+        sys.path.insert(0, tests)
+    from _net_util import is_loopback, jvm_pid, listening
+
+    from icecheck.conformance.spark_session import get_spark
+    addrs = listening(jvm_pid(get_spark()))
+    assert addrs and all(is_loopback(a) for a in addrs), addrs
