@@ -8,6 +8,13 @@ hash (``fp_partition``). Each level
    states with the very ``engines.explicit.Expander`` the local BFS uses (one per Python
    worker, so its verdict memo survives across tasks) -- the same model, the same
    fingerprints, the same partial-order reduction;
+
+   a state travels as its *path*, the action labels that reach it from the initial state,
+   and is rebuilt where it is expanded (``_Levels``): from the successor the same Python
+   worker generated a level earlier when it has it, else by replaying the path through the
+   model's step memo. A pickled state is about 18 KB (its whole object store) and unpickles
+   into objects none of the worker's caches know (1 ms each, then every digest and memo key
+   computed afresh); a path is a few labels;
 2. sends each successor edge to the partition that owns its fingerprint (``reduceByKey``, with
    a map-side combine): for every fingerprint the *first* edge in the local BFS's order
    (parent fingerprint, then action order) wins, so a state's parent, its concrete
@@ -43,26 +50,66 @@ def fp_partition(fp: bytes) -> int:
 
 
 # -- the executor side ------------------------------------------------------------------------
-_EXPANDERS: dict[bytes, Expander] = {}
+class _Levels:
+    """One configuration's Expander in this Python worker (reused across tasks and levels, so
+    its verdict, step and digest memos survive), and the successors it generated at the last
+    level it expanded, by path: the next level's states, when Spark runs their task in this
+    same worker."""
+
+    def __init__(self, spec: bytes):
+        self.ex = Expander(*pickle.loads(spec))
+        self.depth = -1
+        self.generated: dict[tuple, object] = {}    # path -> state, of level ``depth + 1``
+        self.previous: dict[tuple, object] = {}     # the same one level earlier
+        self.replayed = self.reused = 0
+
+    def start(self, depth: int) -> None:
+        """Expanding level ``depth``: what was generated at ``depth - 1`` is this level."""
+        if depth != self.depth:
+            if depth == self.depth + 1:
+                self.previous, self.generated = self.generated, {}
+            else:                 # another search of the same configuration, or a retried level
+                self.previous, self.generated = {}, {}
+            self.depth = depth
+
+    def state(self, fp: bytes, path: tuple):
+        """The state at the end of ``path`` (its fingerprint must be ``fp``)."""
+        s = self.previous.get(path)
+        if s is not None:
+            self.reused += 1
+            return s
+        self.replayed += 1
+        from icecheck.engines.checkpoint import rebuild_states
+        got, bad = rebuild_states(self.ex.model, self.ex.fingerprints, [(fp, list(path))])
+        if bad:      # the model is deterministic: a replay that misses is a bug, never skipped
+            raise RuntimeError(f"spark-bfs: replaying {' '.join(path) or '(initial state)'} did "
+                               f"not reach the state of fingerprint {fp.hex()}")
+        return got[fp]
 
 
-def _expander(spec: bytes) -> Expander:
-    """One Expander per configuration per Python worker (reused across tasks and levels)."""
-    ex = _EXPANDERS.get(spec)
-    if ex is None:
-        ex = _EXPANDERS[spec] = Expander(*pickle.loads(spec))
-    return ex
+_LEVELS: dict[bytes, _Levels] = {}
+
+
+def _levels_of(spec: bytes) -> _Levels:
+    got = _LEVELS.get(spec)
+    if got is None:
+        got = _LEVELS[spec] = _Levels(spec)
+    return got
 
 
 def _expand_partition(spec: bytes, depth: int, items):
-    """Judge and expand this partition's frontier states: one ("S", summary) record, then
-    ("E", (fingerprint, candidate)) per explored edge."""
-    ex = _expander(spec)
+    """Judge and expand this partition's frontier items (fingerprint, path, pruned): one
+    ("S", summary) record, then ("E", (fingerprint, candidate)) per explored edge."""
+    lv = _levels_of(spec)
+    lv.start(depth)
+    ex = lv.ex
     stats = ex.level_stats()
-    firsts: dict[tuple, tuple] = {}         # (kind, property) -> (least fp, known)
+    firsts: dict[tuple, tuple] = {}         # (kind, property) -> (least fp, known, path)
     counts: Counter = Counter()             # (kind, property) -> states
     edges = []
-    for fp, s, pruned in items:
+    generated = lv.generated
+    for fp, path, pruned in items:
+        s = lv.state(fp, path)
         unexpected, known, allowed, events = ex.judge(s)
         for kind, props in (("v", unexpected), ("a", allowed), ("r", events)):
             for p in props:
@@ -70,37 +117,41 @@ def _expand_partition(spec: bytes, depth: int, items):
                 if kind != "r":
                     old = firsts.get((kind, p))
                     if old is None or fp < old[0]:
-                        firsts[(kind, p)] = (fp, p in known)
+                        firsts[(kind, p)] = (fp, p in known, path)
         for i, (fp2, label, conc2, p2, s2) in enumerate(ex.successors(s, pruned, depth, stats)):
-            # candidate: (order key, label, concrete fp, state, pruned, mixed)
-            edges.append(("E", (fp2, ((fp, i), label, conc2, s2, p2, False))))
-    yield ("S", (stats.flush(), firsts, counts))
+            path2 = path + (label,)
+            generated[path2] = s2
+            # candidate: (order key, label, concrete fp, path, pruned, mixed)
+            edges.append(("E", (fp2, ((fp, i), label, conc2, path2, p2, False))))
+    yield ("S", (stats.flush(), firsts, counts, (lv.reused, lv.replayed)))
+    lv.reused = lv.replayed = 0
     yield from edges
 
 
 def _first_edge(a: tuple, b: tuple) -> tuple:
     """Combine two candidates for one fingerprint as the local BFS does (``explicit._bfs``):
-    the first edge in (parent fp, action) order gives the parent and the concrete state; the
+    the first edge in (parent fp, action) order gives the parent and the concrete state (its
+    path: the parent's concrete path and the action's label); the
     pruned set is the intersection over all edges, or empty once an edge reached another
     concrete state of the orbit. Associative and commutative, so a map-side combine is safe."""
     if b[0] < a[0]:
         a, b = b, a
-    key, label, conc, state, pruned, mixed = a
+    key, label, conc, path, pruned, mixed = a
     other = b[5] or b[2] != conc
     if pruned:
         pruned = frozenset() if other else pruned & b[4]
-    return (key, label, conc, state, pruned, mixed or other)
+    return (key, label, conc, path, pruned, mixed or other)
 
 
 def _dedup(pair):
     """(visited partition, candidate partition) -> (visited with the new states, new frontier
-    items (fp, state, pruned) in fingerprint order)."""
+    items (fp, path, pruned) in fingerprint order)."""
     visited, cands = pair
     new = []
-    for fp2, (key, label, _conc, state, pruned, _mixed) in cands:
+    for fp2, (key, label, _conc, path, pruned, _mixed) in cands:
         if fp2 not in visited:
             visited[fp2] = (key[0], label)
-            new.append((fp2, state, pruned))
+            new.append((fp2, path, pruned))
     new.sort(key=lambda x: x[0])
     return visited, new
 
@@ -154,26 +205,13 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
     home = fp_partition(fp0) % nparts
-    # one element per partition: (visited {fp: (parent fp, label)}, frontier items)
+    # one element per partition: (visited {fp: (parent fp, label)}, frontier items (fp, path,
+    # pruned)); the parent pointers are the local BFS's, kept as a checkpoint would need them
     level = sc.parallelize(range(nparts), nparts).map(
-        lambda i: ({fp0: (None, None)}, [(fp0, s0, frozenset())]) if i == home else ({}, []))
+        lambda i: ({fp0: (None, None)}, [(fp0, (), frozenset())]) if i == home else ({}, []))
     level.persist(StorageLevel.MEMORY_AND_DISK)
     res.states = 1
-    paths: dict[bytes, list[str]] = {}
-
-    def path_to(fp: bytes, visited) -> list[str]:
-        out = []
-        while fp not in paths:
-            part = fp_partition(fp) % nparts
-            got = sc.runJob(visited, lambda it, fp=fp: [d[fp] for d in it if fp in d], [part])
-            parent, label = got[0]
-            if parent is None:
-                paths[fp] = []
-                break
-            out.append(label)
-            fp = parent
-        return paths[fp] + list(reversed(out))
-
+    reused = replayed = 0
     depth = 0
     frontier_n = 1
     try:
@@ -189,7 +227,9 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
             expanded.persist(StorageLevel.MEMORY_AND_DISK)
             summaries = expanded.filter(lambda r: r[0] == "S").map(lambda r: r[1]).collect()
             firsts: dict[tuple, tuple] = {}
-            for stats, f, counts in summaries:
+            for stats, f, counts, (n_reused, n_replayed) in summaries:
+                reused += n_reused
+                replayed += n_replayed
                 stats.add_to(res)
                 for (kind, p), n in counts.items():
                     {"v": res.violation_counts, "a": res.allowed_counts,
@@ -198,12 +238,13 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
                     if k not in firsts or v[0] < firsts[k][0]:
                         firsts[k] = v
             now = time.monotonic() - start
-            for (kind, p), (fp, known) in sorted(firsts.items(),
-                                                     key=lambda x: (x[1][0], x[0][0] != "v", x[0][1])):
+            for (kind, p), (fp, known, path) in sorted(
+                    firsts.items(), key=lambda x: (x[1][0], x[0][0] != "v", x[0][1])):
                 table = res.violations if kind == "v" else res.allowed
                 if p not in table:
+                    # the state's concrete path is the chain of its parent pointers: shortest
                     table[p] = Violation(p, kind == "v", kind == "v" and known, depth,
-                                         res.states, now, path_to(fp, visited))
+                                         res.states, now, list(path))
             if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
                 res.stopped = "found"
                 raise _Stop()
@@ -232,3 +273,5 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
         res.complete = True
     except _Stop:
         pass
+    res.notes.append(f"frontier states rebuilt from their paths: {reused:,} kept by the Python "
+                     f"worker that generated them, {replayed:,} replayed")
