@@ -137,7 +137,7 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               help="spark-bfs: Spark master, local[N] or a cluster URL (default: spark-submit's "
                    "--master when run by spark-submit, else local[*]).")
 @click.option("--partitions", type=click.IntRange(1, 4096), default=None,
-              help="spark-bfs: fingerprint partitions (default: twice Spark's parallelism). "
+              help="spark-bfs: fingerprint partitions (default: Spark's parallelism, one per core). "
                    "Results do not depend on it.")
 def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, faults, crashes,
             max_examples, seed, time_budget, hypothesis_profile, properties, save_dir,
