@@ -169,7 +169,7 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     ``spark``: a SparkSession to use (kept running); else one is made for ``master`` (None:
     spark-submit's, else ``local[*]``) and stopped at the end. ``partitions``: how many ways
     the fingerprints are split (default Spark's default parallelism: one partition per core.
-    Every task of a level costs about 0.25 s here whatever its size, and fingerprints hash
+    Each partition costs about 0.45 s a level here whatever its size, and fingerprints hash
     evenly, so more partitions than cores only add tasks: spark-3.5-cow-snapshot 3w x 2
     DELETE on ``local[1]`` took 14.7 s with one partition and 23.4 s with two)."""
     from icecheck.engines.explicit import attach_traces, check_bounds
