@@ -94,6 +94,7 @@ def get_spark():
         _warehouse = tempfile.mkdtemp(prefix="icecheck-spark-wh-")
         _gate_dir = tempfile.mkdtemp(prefix="icecheck-spark-gate-")
         os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
+        from icecheck.sweep.distributed import LOOPBACK, is_local
         mem = os.environ.get("ICECHECK_SPARK_MEMORY", "768m")
         master = os.environ.get("ICECHECK_SPARK_MASTER", "local[4]")
         builder = (
@@ -118,11 +119,9 @@ def get_spark():
             .config(f"spark.sql.catalog.{CATALOG}.warehouse", "file://" + _warehouse)
             .config(f"spark.sql.catalog.{CATALOG}.cache-enabled", "false")
         )
-        if master.startswith("local"):
-            # the driver listens on loopback only (Spark's default is the host's address,
-            # which other machines reach); a cluster's executors must reach it, so not there
-            builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
-                       .config("spark.driver.host", "127.0.0.1"))
+        if is_local(master):      # a local driver listens on loopback only (LOOPBACK)
+            for k, v in LOOPBACK.items():
+                builder = builder.config(k, v)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(os.environ.get("ICECHECK_SPARK_LOG_LEVEL", "OFF"))
         spark.udf.register("icecheck_gate", _gate_udf_factory(_gate_dir), BooleanType())
