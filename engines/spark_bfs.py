@@ -1,8 +1,8 @@
 """Distributed exhaustive search on PySpark (``icecheck explore --engine spark-bfs``).
 
-A level-synchronous BFS in the manner of TLC's distributed mode: the visited fingerprints (with
-each state's parent pointer) and the frontier are partitioned across executors by fingerprint
-hash (``fp_partition``). Each level
+A level-synchronous BFS in the manner of TLC's distributed mode: the visited fingerprints and
+the frontier are partitioned across executors by fingerprint hash (``fp_partition``). Each
+level
 
 1. expands the frontier where it lives (``mapPartitions``): every task judges and expands its
    states with the very ``engines.explicit.Expander`` the local BFS uses (one per Python
@@ -21,13 +21,13 @@ hash (``fp_partition``). Each level
    representative and its POR pruned set are exactly the local BFS's;
 3. drops the fingerprints the owning partition has seen (``zip`` of the visited partition with
    the candidate partition of the same index: no shuffle of the visited set) and adds the new
-   ones with their parent pointers; the new states are the next frontier, left in place.
+   ones; the new states (with their paths) are the next frontier, left in place.
 
 The driver only sums per-level statistics and, for each property, keeps the least violating
 fingerprint of the first level that shows it (what the local BFS records first, since it judges
-a level in fingerprint order); the counterexample is rebuilt from the distributed parent
-pointers (one single-partition job per step), so it is a shortest one. States, transitions,
-final states, verdicts, coverage and counterexamples equal the local BFS's
+a level in fingerprint order), with its path: the first edges' chain from the initial state,
+so the counterexample is a shortest one, and no parent pointers need to be kept. States,
+transitions, final states, verdicts, coverage and counterexamples equal the local BFS's
 (``tests/test_explore_spark.py``).
 
 ``local[N]`` by default; under ``spark-submit`` its ``--master`` stands (``sweep.distributed``).
@@ -146,13 +146,13 @@ def _first_edge(a: tuple, b: tuple) -> tuple:
 
 
 def _dedup(pair):
-    """(visited partition, candidate partition) -> (visited with the new states, new frontier
-    items (fp, path, pruned) in fingerprint order)."""
+    """(visited partition: a set of fingerprints, candidate partition) -> (visited with the new
+    states, new frontier items (fp, path, pruned) in fingerprint order)."""
     visited, cands = pair
     new = []
-    for fp2, (key, label, _conc, path, pruned, _mixed) in cands:
+    for fp2, (_key, _label, _conc, path, pruned, _mixed) in cands:
         if fp2 not in visited:
-            visited[fp2] = (key[0], label)
+            visited.add(fp2)
             new.append((fp2, path, pruned))
     new.sort(key=lambda x: x[0])
     return visited, new
@@ -210,10 +210,9 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
     home = fp_partition(fp0) % nparts
-    # one element per partition: (visited {fp: (parent fp, label)}, frontier items (fp, path,
-    # pruned)); the parent pointers are the local BFS's, kept as a checkpoint would need them
+    # one element per partition: (visited fingerprints, frontier items (fp, path, pruned))
     level = sc.parallelize(range(nparts), nparts).map(
-        lambda i: ({fp0: (None, None)}, [(fp0, (), frozenset())]) if i == home else ({}, []))
+        lambda i: ({fp0}, [(fp0, (), frozenset())]) if i == home else (set(), []))
     level.persist(StorageLevel.MEMORY_AND_DISK)
     res.states = 1
     reused = replayed = 0
@@ -247,7 +246,7 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
                     firsts.items(), key=lambda x: (x[1][0], x[0][0] != "v", x[0][1])):
                 table = res.violations if kind == "v" else res.allowed
                 if p not in table:
-                    # the state's concrete path is the chain of its parent pointers: shortest
+                    # the state's concrete path: the chain of first edges, a shortest one
                     table[p] = Violation(p, kind == "v", kind == "v" and known, depth,
                                          res.states, now, list(path))
             if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
