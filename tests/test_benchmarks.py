@@ -109,3 +109,24 @@ def test_instruction_count_benchmark_needs_valgrind_and_a_known_configuration(mo
     with pytest.raises(SystemExit, match="no configuration 'nope'"):
         instructions._entry("nope")
     assert instructions._entry("mor-serializable-3w2op-delete")["writers"] == 3
+
+
+def test_repeated_runs_report_the_best_ratio_and_the_median_and_refuse_to_differ():
+    """A configuration measured several times (``--repeats``): the best run's figures, every
+    run's ratio and their median; runs that found different states are an error."""
+    import pytest
+
+    from benchmarks.run import _best_of, _median
+
+    def run(ratio, states=10):
+        return {"states": states, "transitions": 12, "violations": ["isolation"],
+                "allowed": [], "ratio": ratio, "cpu_seconds": 1.0 / ratio}
+
+    got = _best_of([run(0.08), run(0.1), run(0.07), run(0.09)])
+    assert got["ratio"] == 0.1 and got["cpu_seconds"] == 10.0
+    assert got["ratio_runs"] == [0.08, 0.1, 0.07, 0.09] and got["ratio_median"] == 0.085
+    assert _median(got) == "0.085 (4)"
+    assert _best_of([run(0.05), run(0.07), run(0.06)])["ratio_median"] == 0.06
+    assert _median(_best_of([run(0.05)])) == "-"
+    with pytest.raises(RuntimeError, match="differ"):
+        _best_of([run(0.1), run(0.1, states=11)], "[x]")
