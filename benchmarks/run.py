@@ -554,7 +554,8 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
     if c:
         L += ["", "## Before / after", "",
               f"The same measurement on commit `{c['before_commit'][:10]}` (before) and "
-              f"`{c['after_commit'][:10]}` (after), one after the other in this run.", "",
+              f"`{c['after_commit'][:10]}` (after), in this run: each side in fresh processes, "
+              f"alternating, the best ratio of each side and the median of its runs.", "",
               "| benchmark | states | same states, verdicts | s before | s after | ratio before "
               "| ratio after | speedup (ratio) | median before | median after | memory/state "
               "before | after |",
