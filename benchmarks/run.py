@@ -103,8 +103,9 @@ def warm_up(cfg) -> None:
     load_rules()
 
 
-def measure(cfg, workers: int, budget, max_states=None) -> dict:
-    """The reduced search of ``cfg``, then the baseline, in this process: states, seconds,
+def measure(cfg, workers: int, budget, max_states=None, reduced: bool = True) -> dict:
+    """The reduced search of ``cfg`` (symmetry + POR; neither when not ``reduced``), then
+    the baseline, in this process: states, seconds,
     states/s (per core), the ratio to the baseline, and the peak memory the search added (the
     baseline runs after it, so that its own sets do not hide in the peak)."""
     from icecheck.engines.explicit import Bounds, search
@@ -112,7 +113,7 @@ def measure(cfg, workers: int, budget, max_states=None) -> dict:
     rss0 = _proc_kb("VmRSS")
     bounds = Bounds(max_states=max_states) if max_states else Bounds()
     cpu = time.process_time()
-    r = search(cfg, engine="bfs", symmetry=True, por=True, workers=workers, traces=False,
+    r = search(cfg, engine="bfs", symmetry=reduced, por=reduced, workers=workers, traces=False,
                time_budget=budget, bounds=bounds)
     cpu = time.process_time() - cpu
     peak = _proc_kb("VmHWM")
@@ -137,7 +138,8 @@ def measure(cfg, workers: int, budget, max_states=None) -> dict:
 
 
 def measure_in_subprocess(entry: dict, workers: int, budget, max_states=None,
-                          pythonpath: str | None = None, cwd: str = ROOT) -> dict:
+                          pythonpath: str | None = None, cwd: str = ROOT,
+                          reduced: bool = True) -> dict:
     """``measure`` in a fresh Python process (``--measure``): its peak RSS is the search's own,
     not a heap left by earlier searches, and ``pythonpath`` can put another commit's code
     first (``--compare``)."""
@@ -146,7 +148,7 @@ def measure_in_subprocess(entry: dict, workers: int, budget, max_states=None,
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--measure",
          json.dumps({"entry": entry, "workers": workers, "budget": budget,
-                     "max_states": max_states})],
+                     "max_states": max_states, "reduced": reduced})],
         cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -217,7 +219,8 @@ def bench_config(bid: str, entry: dict, workers: int, budgets: dict, log,
 
 
 def bench_growth(spec: dict, workers: int, log) -> dict:
-    """Reduced BFS over writers x operations, each cell bounded by ``max_states``."""
+    """BFS over writers x operations, reduced (symmetry + POR) and unreduced (neither), each
+    cell bounded by ``max_states`` on both sides (issue 13 item 4)."""
     cells = []
     base = dict(spec)
     for w in spec["writers"]:
@@ -225,10 +228,15 @@ def bench_growth(spec: dict, workers: int, log) -> dict:
             entry = dict(base, writers=w, ops=o)
             entry.pop("max_states", None)
             m = measure_in_subprocess(entry, workers, None, spec["max_states"])
+            u = measure_in_subprocess(entry, workers, None, spec["max_states"], reduced=False)
             cut = not m["complete"]
             log(f"[growth] {w}w x {o}op: {m['states']:,} states{' (cut)' if cut else ''} in "
-                f"{m['seconds']:.1f}s, ratio {m['ratio']}")
-            cells.append({"writers": w, "ops": o, "cut": cut, **m})
+                f"{m['seconds']:.1f}s, ratio {m['ratio']}; unreduced {u['states']:,} states"
+                f"{'' if u['complete'] else ' (cut)'} in {u['seconds']:.1f}s")
+            unreduced = {k: u[k] for k in ("states", "transitions", "max_depth", "seconds",
+                                           "states_per_s", "complete", "ratio",
+                                           "bytes_per_state", "violations", "shortest")}
+            cells.append({"writers": w, "ops": o, "cut": cut, **m, "unreduced": unreduced})
     return {"profile": spec["profile"], "mix": spec["mix"], "retries": spec.get("retries"),
             "max_states": spec["max_states"], "cells": cells}
 
@@ -418,6 +426,14 @@ def _viol(shortest: dict) -> str:
     return ", ".join(f"{p} ({n})" for p, n in sorted(shortest.items())) or "none"
 
 
+def _reduction(red: dict, unred: dict) -> str:
+    """The state reduction factor of a growth cell: exact when both searches finished, a
+    lower bound when only the reduced one did, '-' when the reduced one was cut."""
+    if not red["complete"] or not red["states"]:
+        return "-"
+    return f"{'' if unred['complete'] else '>= '}{unred['states'] / red['states']:.2f}"
+
+
 def _median(r: dict) -> str:
     """A measurement's median ratio and its number of runs ('-' for one run)."""
     runs = r.get("ratio_runs") or []
@@ -528,18 +544,31 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
         L += _figure(charts, "ratio")
     g = doc.get("growth")
     if g:
-        L += ["", "## Growth: writers x operations (reduced)", "",
+        both = any(c.get("unreduced") for c in g["cells"])
+        L += ["", "## Growth: writers x operations" + (" (reduced and unreduced)" if both
+                                                      else " (reduced)"), "",
               f"Profile {g['profile']}, commands {', '.join(g['mix'])}, retries {g['retries']}; "
               f"each cell stops at {g['max_states']:,} distinct states (**cut**: the search did "
-              f"not finish within that count, the figures are for the part explored).", "",
+              f"not finish within that count, the figures are for the part explored)."
+              + (" Unreduced = no symmetry, no POR, the same bound: where it is cut and the "
+                 "reduced search is not, the state reduction is a lower bound (`>=`); where "
+                 "both are cut, compare the depths each reached within the bound." if both
+                 else ""), "",
               "| writers | ops | states | complete | depth | s | states/s | ratio | memory/state "
-              "| violations (shortest) |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| violations (shortest) |"
+              + (" states (unreduced) | depth (unreduced) | state reduction |" if both else ""),
+              "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if both else "")]
         for c in g["cells"]:
             viol = _viol(c["shortest"])
-            L.append(f"| {c['writers']} | {c['ops']} | {c['states']:,} | "
-                     f"{'**cut**' if c['cut'] else 'yes'} | {c['max_depth']} | {c['seconds']} | "
-                     f"{c['states_per_s']:,.0f} | {c['ratio']} | {_mem(c['bytes_per_state'])} | "
-                     f"{viol} |")
+            row = (f"| {c['writers']} | {c['ops']} | {c['states']:,} | "
+                   f"{'**cut**' if c['cut'] else 'yes'} | {c['max_depth']} | {c['seconds']} | "
+                   f"{c['states_per_s']:,.0f} | {c['ratio']} | {_mem(c['bytes_per_state'])} | "
+                   f"{viol} |")
+            u = c.get("unreduced")
+            if both:
+                row += (f" {u['states']:,}{'' if u['complete'] else ' (**cut**)'} | "
+                        f"{u['max_depth']} | {_reduction(c, u)} |" if u else " - | - | - |")
+            L.append(row)
         L += _figure(charts, "growth")
     h = doc.get("hypothesis")
     if h:
@@ -672,7 +701,7 @@ def main(argv=None) -> int:
         m = json.loads(args.measure)
         e = m["entry"]
         print(json.dumps(measure(_cfg(e, e["profile"]), m["workers"], m["budget"],
-                                 m.get("max_states"))))
+                                 m.get("max_states"), m.get("reduced", True))))
         return 0
     path = os.path.join(args.out, "benchmarks.json")
     if args.render_only:

@@ -27,7 +27,12 @@ def test_report_renders_every_section_from_a_document():
                         "state_reduction": 5.0, "transition_reduction": 4.0,
                         "reduction_is_lower_bound": False}],
            "growth": {"profile": "p", "mix": ["delete"], "retries": 0, "max_states": 10,
-                      "cells": [dict(red, writers=2, ops=1, cut=True)]},
+                      "cells": [dict(red, writers=2, ops=1, cut=True),
+                                dict(red, writers=3, ops=1, cut=False,
+                                     unreduced=dict(red, states=58, max_depth=3)),
+                                dict(red, writers=4, ops=1, cut=False,
+                                     unreduced=dict(red, states=10, max_depth=2,
+                                                    complete=False))]},
            "hypothesis": {"config": "c", "profile": "p", "examples": 5, "steps": 50,
                           "new_steps": 20, "seconds": 1.0, "examples_per_s": 5.0,
                           "steps_per_s": 50.0, "baseline_states_per_s": 100.0,
@@ -43,6 +48,10 @@ def test_report_renders_every_section_from_a_document():
     md = render_md(doc)
     assert "**cut**" in md and "| x | 10 | True, True |" in md and "2.0x" in md
     assert "1.0 KiB" in md
+    # growth, reduced and unreduced: an exact reduction, a lower bound, none for a cut cell
+    assert "(reduced and unreduced)" in md
+    assert "| 2 | 1 | 10 | **cut** |" in md and md.count(" - | - | - |") == 1
+    assert "| 58 | 3 | 5.80 |" in md and "| 10 (**cut**) | 2 | >= 1.00 |" in md
 
 
 def test_object_store_derivation_is_bookkeeping_only():
