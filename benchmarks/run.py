@@ -10,11 +10,13 @@ Sections (``--sections``, default all):
 
 * ``configs``: for each pinned configuration (benchmarks/configs.yaml), the reduced search
   (symmetry + POR) in a forked child process (so its peak memory is its own: memory per state is
-  the growth of the child's peak RSS over the distinct states), with the baseline ratio; and, in
+  the growth of the child's peak RSS over the distinct states), with the baseline ratio, run
+  ``repeats`` times (configs.yaml, ``--repeats``; the best ratio and the median); and, in
   the same run, the unreduced one (no symmetry, no POR; time-budgeted), so the reduction factor
   is measured on the same machine at the same time;
-* ``growth``: writers x operations (configs.yaml ``growth``), reduced, each bounded by a count of
-  distinct states (``max_states``: a cell that reaches it is marked cut, never timed out);
+* ``growth``: writers x operations (configs.yaml ``growth``), reduced and unreduced, each bounded
+  by a count of distinct states (``max_states``: a cell that reaches it is marked cut, never
+  timed out);
 * ``hypothesis``: the Hypothesis engine's examples/s and model steps/s on the canonical
   configuration, with the baseline ratio;
 * ``corpus``: for each anomaly of the corpus (traces/*.json, non-rejected), the time BFS takes to
@@ -28,7 +30,8 @@ Sections (``--sections``, default all):
   scenarios compared per second; skipped with a reason when Java is not ready);
 * ``--compare REV``: the ``compare`` configurations measured again on the code of commit REV
   (extracted with ``git archive`` into a temporary folder, run in a subprocess of this same
-  benchmark code), for a before/after table of ratios.
+  benchmark code), alternating with this tree's, ``repeats`` times each, for a before/after
+  table of ratios.
 
 Writes reports/benchmarks.json and reports/benchmarks.md (atomically; sections not run keep
 their figures from the previous report).
