@@ -336,6 +336,7 @@ class Expander:
         from icecheck.properties import EvalMemo
         self.memo = EvalMemo(self.fp.content)
         self.model.content_key = self.fp.content
+        self.model.interning = True     # hash-consing of what steps build (Model._intern)
         self._labels: dict = {}   # _coverage's memo
         self._label_sets: list[tuple] = []        # each distinct set of coverage labels
         self._label_ids: dict[tuple, int] = {}    # ... and its index there

@@ -4,7 +4,8 @@ The memo applies a step's effect (the writer's new state, the catalog, the objec
 deleted), computed once, to every state that agrees on what the step reads. Here every state of
 bounded breadth-first searches is reached three ways at once, by a model that runs every
 handler (``memoise = False``), by one that memoises by identity (the default) and by one that
-memoises by content (as the exhaustive checker does), and the three states must be equal field
+memoises by content and hash-conses what it builds (as the exhaustive checker does:
+``Model.interning``), and the three states must be equal field
 for field: the catalog entry, every object ever written (deleted ones included) with the
 deleted paths, and every writer. The configurations reach every kind of step: retries, lost
 swaps, faults, crashes, the applied-but-failed retry, expiry's deletes, compaction,
@@ -34,6 +35,7 @@ def _walk(cfg, limit: int) -> int:
     plain.memoise = False
     fp = Fingerprinter(cfg, symmetry=False)
     by_content.content_key = Fingerprinter(cfg, symmetry=True).content
+    by_content.interning = True
     s0 = plain.initial()
     frontier = [((), s0, by_id.initial(), by_content.initial())]
     seen = {fp.fingerprint(s0)}
@@ -96,3 +98,60 @@ def test_memo_is_bounded(monkeypatch):
         steps += len(states)
         assert len(model._steps) <= 5
     assert steps > 50
+
+
+def _finals(cfg, interning: bool) -> tuple:
+    """(the model, the final states of an exhaustive walk of every path, no state merged)."""
+    model = model_for(cfg)
+    model.content_key = Fingerprinter(cfg, symmetry=True).content
+    model.interning = interning
+    out, frontier = [], [model.initial()]
+    while frontier:
+        nxt = []
+        for s in frontier:
+            acts = model.actions(s)
+            if not acts:
+                out.append(s)
+            nxt.extend(model.step(s, a) for a in acts)
+        frontier = nxt
+    return model, out
+
+
+def _copies(states, of) -> dict:
+    """content -> the identities of the objects of that content ``of`` gives of ``states``."""
+    by_content: dict = {}
+    for s in states:
+        by_content.setdefault(of(s), set()).add(id(of(s)))
+    return by_content
+
+
+def test_hash_consed_steps_share_equal_objects_built_along_different_paths():
+    """``Model.interning`` (the exhaustive checker's hash-consing): the catalog entries and
+    metadata files that steps build again along other paths (two writers' DELETEs of one row,
+    committed in either order) are the objects built first; without it they are equal but
+    distinct objects."""
+    cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 2, ("delete",)), 0)
+    (_, plain), (_, shared) = _finals(cfg, False), _finals(cfg, True)
+    assert plain == shared and len(plain) > 100
+    for of in (lambda s: s.catalog, lambda s: s.metadata):
+        a, b = _copies(plain, of), _copies(shared, of)
+        assert a.keys() == b.keys()
+        assert any(len(ids) > 1 for ids in a.values())
+        assert all(len(ids) == 1 for ids in b.values())
+
+
+def test_hash_consing_keeps_apart_metadata_of_equal_content_that_reach_other_files():
+    """A metadata file names its manifest lists by path, and along two paths of a search one
+    path can hold other content (UPDATE then DELETE against DELETE then UPDATE leave equal
+    metadata over other files). Hash-consing keys metadata by what it reaches, so these stay
+    distinct objects: merged, the caches kept on them (step-memo reach keys, the snapshots'
+    rows keys) would answer for the other files (keyed by content alone, the step memo
+    replayed wrong steps: tests above)."""
+    cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 1, ("delete", "update")), 0)
+    model, finals = _finals(cfg, True)
+    groups = _copies(finals, lambda s: s.metadata)
+    apart = [c for c, ids in groups.items() if len(ids) > 1]
+    assert apart
+    for content in apart:
+        reach = {model._reach_key(s.store, s.metadata) for s in finals if s.metadata == content}
+        assert len(reach) == len(groups[content]) > 1
