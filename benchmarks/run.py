@@ -175,7 +175,7 @@ def _best_of(runs: list[dict], label: str = "") -> dict:
 
 
 def measure_repeated(entry: dict, workers: int, budget, repeats: int, log=None,
-                     label: str = "", **kw) -> dict:
+                     label: str = "") -> dict:
     """``measure_in_subprocess`` ``repeats`` times (each a fresh process with its own baseline
     runs), summed up by ``_best_of``.
 
@@ -185,7 +185,7 @@ def measure_repeated(entry: dict, workers: int, budget, repeats: int, log=None,
     stayed within 6%); the best of each side is the same statistic on both."""
     runs = []
     for i in range(max(1, repeats)):
-        m = measure_in_subprocess(entry, workers, budget, **kw)
+        m = measure_in_subprocess(entry, workers, budget)
         if log and repeats > 1:
             log(f"{label}   run {i + 1}/{repeats}: {m['cpu_seconds']}s of CPU, ratio {m['ratio']}")
         runs.append(m)

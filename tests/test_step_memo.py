@@ -142,8 +142,8 @@ def test_hash_consed_steps_share_equal_objects_built_along_different_paths():
 
 def test_hash_consing_keeps_apart_metadata_of_equal_content_that_reach_other_files():
     """A metadata file names its manifest lists by path, and along two paths of a search one
-    path can hold other content (UPDATE then DELETE against DELETE then UPDATE leave equal
-    metadata over other files). Hash-consing keys metadata by what it reaches, so these stay
+    path can hold other content (here, with two writers each running a DELETE or an UPDATE,
+    some final states hold equal metadata over other files). Hash-consing keys metadata by what it reaches, so these stay
     distinct objects: merged, the caches kept on them (step-memo reach keys, the snapshots'
     rows keys) would answer for the other files (keyed by content alone, the step memo
     replayed wrong steps: tests above)."""
