@@ -14,6 +14,9 @@ Sections (``--sections``, default all):
   ``repeats`` times (configs.yaml, ``--repeats``; the best ratio and the median); and, in
   the same run, the unreduced one (no symmetry, no POR; time-budgeted), so the reduction factor
   is measured on the same machine at the same time;
+* ``compiled``: the Python source against the compiled build (``icecheck/compiled.py``, built
+  first when missing or stale): the ``compare`` configurations ``repeats`` times each side and
+  (without ``--quick``) the canonical ones once each side, alternating, in fresh processes;
 * ``growth``: writers x operations (configs.yaml ``growth``), reduced and unreduced, each bounded
   by a count of distinct states (``max_states``: a cell that reaches it is marked cut, never
   timed out);
@@ -56,7 +59,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATE, TARGET_CORPUS_S, TARGET_REDUCTION = 50_000, 5.0, 10.0
 #: issue 13: icecheck's distinct states/s per core, as a fraction of the two-phase-commit BFS's
 TARGET_RATIO = 0.10
-SECTIONS = ("configs", "growth", "hypothesis", "corpus", "pipelines", "tools")
+SECTIONS = ("configs", "compiled", "growth", "hypothesis", "corpus", "pipelines", "tools")
 
 
 def _cfg(entry: dict, profile: str):
@@ -122,6 +125,11 @@ def measure(cfg, workers: int, budget, max_states=None, reduced: bool = True) ->
     peak = _proc_kb("VmHWM")
     del r.outcomes, r.coverage
     base = baseline_rate(2.0)["cpu_states_per_s"]
+    try:
+        from icecheck.compiled import active
+    except ImportError:         # a commit from before the compiled build (--compare)
+        def active():
+            return False
     # CPU time of this process (workers=1): what a busy machine steals does not count, on
     # either side of the ratio
     per_core = r.states / cpu if workers == 1 and cpu > 0 else r.states_per_s / workers
@@ -133,7 +141,7 @@ def measure(cfg, workers: int, budget, max_states=None, reduced: bool = True) ->
             "violations": sorted(r.violations), "allowed": sorted(r.allowed),
             "shortest": {p: v.depth for p, v in list(r.violations.items())
                          + list(r.allowed.items())},
-            "baseline_states_per_s": round(base, 1),
+            "baseline_states_per_s": round(base, 1), "compiled": active(),
             "ratio": round(per_core / base, 4) if base else None,
             "peak_rss_growth_kb": max(0, peak - rss0) if peak else None,
             "bytes_per_state": (round(max(0, peak - rss0) * 1024 / r.states)
@@ -142,18 +150,25 @@ def measure(cfg, workers: int, budget, max_states=None, reduced: bool = True) ->
 
 def measure_in_subprocess(entry: dict, workers: int, budget, max_states=None,
                           pythonpath: str | None = None, cwd: str = ROOT,
-                          reduced: bool = True) -> dict:
+                          reduced: bool = True, compiled: bool = False) -> dict:
     """``measure`` in a fresh Python process (``--measure``): its peak RSS is the search's own,
-    not a heap left by earlier searches, and ``pythonpath`` can put another commit's code
-    first (``--compare``)."""
+    not a heap left by earlier searches, ``pythonpath`` can put another commit's code first
+    (``--compare``), and ``compiled`` runs it on the compiled build (``ICECHECK_COMPILED``;
+    the Python source otherwise, whatever this process's environment says)."""
+    from icecheck.compiled import ENV
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, ROOT) if p)
+    env[ENV] = "1" if compiled else "0"
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--measure",
          json.dumps({"entry": entry, "workers": workers, "budget": budget,
                      "max_states": max_states, "reduced": reduced})],
         cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    got = json.loads(out.strip().splitlines()[-1])
+    if got.get("compiled", False) != compiled:      # older commits (--compare) do not say
+        raise RuntimeError(f"asked for the {'compiled' if compiled else 'Python'} modules, "
+                           f"the measurement ran on the others")
+    return got
 
 
 def _best_of(runs: list[dict], label: str = "") -> dict:
@@ -336,6 +351,47 @@ def bench_compare(rev: str, spec: dict, workers: int, budget, log, repeats: int 
                          "speedup": round(a["ratio"] / b["ratio"], 2)
                          if a["ratio"] and b["ratio"] else None})
     return {"before_commit": sha, "after_commit": here, "configs": rows}
+
+
+def bench_compiled(spec: dict, workers: int, budget, log, repeats: int = 1,
+                   quick: bool = False) -> dict:
+    """The Python source against the compiled build (``icecheck/compiled.py``, built first
+    when it is missing or stale): the ``compare`` configurations ``repeats`` times each side,
+    alternating, each in a fresh process with its own baseline (as ``bench_compare``), and,
+    unless ``quick``, each canonical profile once each side."""
+    from icecheck import compiled
+    try:
+        manifest = compiled.check()
+        log(f"[compiled] the build of {manifest['built']} matches the sources")
+    except compiled.CompiledError as e:
+        log(f"[compiled] {e}: building ...")
+        manifest = compiled.build(log=lambda m: log(f"[compiled] {m}"))
+        log(f"[compiled] built in {manifest['seconds']} s")
+    entries = [(e["id"], e, repeats) for e in spec["compare"]]
+    if not quick:
+        can = spec["canonical"]
+        entries += [(f"canonical-{p.replace('spark-3.5-', '')}", dict(can, profile=p), 1)
+                    for p in can["profiles"]]
+    rows = []
+    for bid, entry, n in entries:
+        runs: dict = {"python": [], "compiled": []}
+        for _ in range(max(1, n)):
+            for label in runs:
+                g = measure_in_subprocess(entry, workers, budget, compiled=label == "compiled")
+                runs[label].append(g)
+                log(f"[compiled] {bid} {label}: {g['states']:,} states in {g['seconds']}s, "
+                    f"ratio {g['ratio']}")
+        got = {label: _best_of(rs, f"[compiled] {bid} {label}") for label, rs in runs.items()}
+        p, c = got["python"], got["compiled"]
+        rows.append({"id": bid, "python": p, "compiled": c,
+                     "same_states": (p["states"], p["transitions"])
+                     == (c["states"], c["transitions"]),
+                     "same_verdicts": (p["violations"], p["allowed"], p["shortest"])
+                     == (c["violations"], c["allowed"], c["shortest"]),
+                     "speedup": round(c["ratio"] / p["ratio"], 2)
+                     if c["ratio"] and p["ratio"] else None})
+    return {"cython": manifest["cython"], "modules": len(manifest["modules"]),
+            "build_seconds": manifest.get("seconds"), "configs": rows}
 
 
 def bench_corpus(workers: int, log) -> list[dict]:
@@ -599,6 +655,25 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
                      f"**{a['ratio']}** | {row['speedup']}x | {_median(b)} | {_median(a)} | "
                      f"{_mem(b['bytes_per_state'])} | "
                      f"{_mem(a['bytes_per_state'])} |")
+    cc = doc.get("compiled")
+    if cc:
+        L += ["", "## Pure Python and compiled", "",
+              f"The same searches on the Python source and on the compiled build "
+              f"(`bin/icecheck compile`: {cc['modules']} modules compiled by Cython "
+              f"{cc['cython']} from the same source, icecheck/compiled.py; used with "
+              f"`ICECHECK_COMPILED=1`), each in fresh processes, alternating: the best ratio "
+              f"of each side and the median of its runs (the canonical configurations run "
+              f"once each side).", "",
+              "| benchmark | states | same states, verdicts | s Python | s compiled | ratio "
+              "Python | ratio compiled | speedup (ratio) | median Python | median compiled | "
+              "memory/state Python | compiled |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for row in cc["configs"]:
+            p, c = row["python"], row["compiled"]
+            L.append(f"| {row['id']} | {c['states']:,} | {row['same_states']}, "
+                     f"{row['same_verdicts']} | {p['seconds']} | {c['seconds']} | {p['ratio']} | "
+                     f"**{c['ratio']}** | {row['speedup']}x | {_median(p)} | {_median(c)} | "
+                     f"{_mem(p['bytes_per_state'])} | {_mem(c['bytes_per_state'])} |")
     if doc.get("corpus"):
         L += ["", "## Corpus anomalies: BFS time to the first counterexample", "",
               "| trace | property | found | seconds | length | corpus length |",
@@ -660,6 +735,17 @@ def compute_targets(doc: dict) -> list[dict]:
                         "measured": f"{min(ratios)} to {max(ratios)}"
                         + (f" (medians of the runs {min(medians)} to {max(medians)})"
                            if medians else "")})
+    cc = (doc.get("compiled") or {}).get("configs") or []
+    if cc:
+        ratios = [row["compiled"]["ratio"] for row in cc]
+        if all(r is not None for r in ratios):
+            out.append({"target": f"distinct states/s per core at least {TARGET_RATIO} of the "
+                                  f"two-phase-commit BFS's, with the compiled build, on "
+                                  f"{', '.join(row['id'] for row in cc)}",
+                        "met": min(ratios) >= TARGET_RATIO,
+                        "measured": f"{min(ratios)} to {max(ratios)} (the Python source: "
+                                    f"{min(row['python']['ratio'] for row in cc)} to "
+                                    f"{max(row['python']['ratio'] for row in cc)})"})
     if corpus:
         slowest = max(c["seconds"] for c in corpus)
         out.append({"target": f"every corpus anomaly found by BFS in under {TARGET_CORPUS_S:.0f} s",
@@ -740,6 +826,9 @@ def main(argv=None) -> int:
         for e in spec.get("others", []):
             configs.append(bench_config(e["id"], e, args.workers, budgets, log, repeats))
         doc["configs"] = configs
+    if "compiled" in sections:
+        doc["compiled"] = bench_compiled(spec, args.workers, budgets["reduced"], log, repeats,
+                                         args.quick)
     if "growth" in sections:
         doc["growth"] = bench_growth(spec["growth"], args.workers, log)
     if "hypothesis" in sections:

@@ -94,6 +94,7 @@ def profiles(as_json: bool) -> None:
 # The other commands live in their own modules; importing them registers them on ``main``.
 from icecheck.cli import commands_check, commands_explore, commands_traces  # noqa: E402,F401
 from icecheck.cli import commands_z3  # noqa: E402,F401
+from icecheck.cli import commands_compile  # noqa: E402,F401
 from icecheck.cli import commands_sweep  # noqa: E402,F401
 from icecheck.cli import commands_pipelines  # noqa: E402,F401
 

@@ -318,6 +318,11 @@ class LevelStats:
 
 
 # -- the per-process worker ---------------------------------------------------------------------
+#: Entries of the coverage labels' and the pruned sets' memos (``Expander``) before each is
+#: emptied (a module constant, not a class attribute: the compiled Expander's type is immutable).
+TRANSITION_MEMO = 50_000
+
+
 class Expander:
     """Expands states and judges them; holds the states it generated (one BFS level)."""
 
@@ -511,7 +516,7 @@ class Expander:
         key = (id(a), id(ranks), *map(id, parts), asleep)
         got = self._pruned_memo.get(key)
         if got is None:
-            if len(self._pruned_memo) >= self.TRANSITION_MEMO:
+            if len(self._pruned_memo) >= TRANSITION_MEMO:
                 self._pruned_memo.clear()
             enabled = [x for t in parts for x in t]
             by_label = {str(x): x for x in enabled}
@@ -532,7 +537,7 @@ class Expander:
         key = (id(w1), id(w2), a.kind)
         got = self._labels.get(key)
         if got is None:
-            if len(self._labels) >= self.TRANSITION_MEMO:
+            if len(self._labels) >= TRANSITION_MEMO:
                 self._labels.clear()
             labels = tuple(self._labels_of(w1, w2, a))
             lid = self._label_ids.get(labels)
@@ -542,9 +547,6 @@ class Expander:
             got = self._labels[key] = (w1, w2, lid)
         lid = got[2]
         tally[lid] = tally.get(lid, 0) + 1
-
-    #: Entries of the coverage labels' and the pruned sets' memos before each is emptied.
-    TRANSITION_MEMO = 50_000
 
     @staticmethod
     def _labels_of(w1, w2, a: Action) -> list[str]:

@@ -22,8 +22,16 @@ no engine.
 from __future__ import annotations
 
 import importlib
+import os
 
 __version__ = "0.1.0"
+
+# ICECHECK_COMPILED=1: the checker's hot modules from the compiled build (icecheck/compiled.py),
+# switched on before any of them is imported
+if os.environ.get("ICECHECK_COMPILED", "").strip() not in ("", "0"):
+    from icecheck.compiled import activate_from_env as _activate
+
+    _activate()
 
 _API = {
     # configurations and the model

@@ -41,11 +41,21 @@ def test_report_renders_every_section_from_a_document():
                        "configs": [{"id": "x", "before": dict(red, ratio=0.05), "after": red,
                                     "same_states": True, "same_verdicts": True,
                                     "speedup": 2.0}]},
+           "compiled": {"cython": "3.3.1", "modules": 15, "build_seconds": 60.0,
+                        "configs": [{"id": "y", "python": dict(red, ratio=0.08),
+                                     "compiled": dict(red, ratio=0.096), "same_states": True,
+                                     "same_verdicts": True, "speedup": 1.2}]},
            "corpus": []}
     doc["targets"] = compute_targets(doc)
     ratio_target = [t for t in doc["targets"] if "two-phase" in t["target"]]
     assert ratio_target and ratio_target[0]["met"]
+    # the compiled build's ratios are a target line of their own, not met here (0.096)
+    compiled_target = [t for t in ratio_target if "compiled build" in t["target"]]
+    assert len(compiled_target) == 1 and not compiled_target[0]["met"]
+    assert compiled_target[0]["measured"] == "0.096 to 0.096 (the Python source: 0.08 to 0.08)"
     md = render_md(doc)
+    assert "## Pure Python and compiled" in md and "Cython 3.3.1" in md
+    assert "| y | 10 | True, True | 1.0 | 1.0 | 0.08 | **0.096** | 1.2x |" in md
     assert "**cut**" in md and "| x | 10 | True, True |" in md and "2.0x" in md
     assert "1.0 KiB" in md
     # growth, reduced and unreduced: an exact reduction, a lower bound, none for a cut cell

@@ -292,8 +292,8 @@ def test_memoised_coverage_labels_count_the_same(engine, monkeypatch):
     cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 1, ("insert", "delete"), 1,
                                   faults=True, crashes=True), 1)
     memoised = search(cfg, engine=engine, traces=False, bounds=Bounds(max_states=3000))
-    from icecheck.engines.explicit import Expander
-    monkeypatch.setattr(Expander, "TRANSITION_MEMO", 0)     # forgets before every new entry
+    from icecheck.engines import explicit
+    monkeypatch.setattr(explicit, "TRANSITION_MEMO", 0)     # forgets before every new entry
     fresh = search(cfg, engine=engine, traces=False, bounds=Bounds(max_states=3000))
     assert memoised.coverage == fresh.coverage and sum(fresh.coverage.values()) > 500
     assert memoised.transitions == fresh.transitions and memoised.states == fresh.states
