@@ -111,6 +111,16 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
                     _shutil.rmtree(tmp, ignore_errors=True)
             if target not in _sys.path:
                 _sys.path.insert(0, target)
+            # the wheel carries the Python source and no compiled build (icecheck/compiled.py):
+            # a worker that inherited ICECHECK_COMPILED=1 from a local driver runs that source
+            # rather than refusing to start
+            compiled = _os.environ.pop("ICECHECK_COMPILED", None)
+            try:
+                from icecheck.sweep.runner import run_cell_json
+            finally:
+                if compiled is not None:
+                    _os.environ["ICECHECK_COMPILED"] = compiled
+            return run_cell_json(cell_json)
         from icecheck.sweep.runner import run_cell_json
         return run_cell_json(cell_json)
 

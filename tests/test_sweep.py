@@ -220,7 +220,7 @@ def test_sweep_bad_memory_is_exit_2():
     assert p.returncode == 2 and "--executor-memory" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_shipped_wheel_runs_a_cell_on_a_worker_without_icecheck(tmp_path):
+def test_shipped_wheel_runs_a_cell_on_a_worker_without_icecheck(tmp_path, monkeypatch):
     """--ship-code builds icecheck's wheel (pip wheel, the pyproject build) and each task
     unpacks it once and imports from it: a worker Python whose only icecheck is that unpacked
     wheel runs a cell (profiles, expectations: package data as plain files), and gets the same
@@ -231,6 +231,9 @@ def test_shipped_wheel_runs_a_cell_on_a_worker_without_icecheck(tmp_path):
     from icecheck.sweep.distributed import build_wheel, cell_task
     from icecheck.sweep.runner import run_cell_json
 
+    # the task puts the unpacked wheel first on sys.path: only for this test (processes that
+    # later tests spawn would import it instead of the checkout)
+    monkeypatch.setattr(sys, "path", list(sys.path))
     wheel = build_wheel(str(tmp_path))
     assert wheel.endswith(".whl")
     task = cell_task(os.path.basename(wheel), locate=lambda name: os.path.join(str(tmp_path), name))
@@ -246,7 +249,9 @@ def test_shipped_wheel_runs_a_cell_on_a_worker_without_icecheck(tmp_path):
     code = ("import json, sys, icecheck; from icecheck.sweep.runner import run_cell_json; "
             "print(icecheck.__file__); print(run_cell_json(sys.stdin.read()))")
     proc = subprocess.run([sys.executable, "-c", code], input=cell, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": target}, cwd=str(tmp_path))
+                          text=True, cwd=str(tmp_path),
+                          env={**{k: v for k, v in os.environ.items() if k != "ICECHECK_COMPILED"},
+                               "PYTHONPATH": target})    # a worker with no compiled build
     assert proc.returncode == 0, proc.stderr
     where, result = proc.stdout.splitlines()[0], json.loads(proc.stdout.splitlines()[1])
     assert where.startswith(target)                      # the worker imported the shipped code
