@@ -1,9 +1,10 @@
-"""The compiled build: the exhaustive checker's hot modules compiled by Cython from the same
-Python source (issue 13), used only while they match that source.
+"""The compiled build: the modules an exhaustive search runs (the model, the properties, the
+search itself) compiled by Cython from the same Python source (issue 13), used only while they
+match that source.
 
-Why: a search spends its time in a few modules (the step memo, the fingerprints, the search
-loop, the evaluation of histories), and Python's cost per call is most of it. Cython compiles
-those ``.py`` files as they are (``annotation_typing=False``: the annotations stay hints); the
+Why: a search spends its time in the model's steps, the fingerprints, the search loop and the
+evaluation of histories, and Python's cost per call is most of it. Cython compiles those
+``.py`` files as they are (``annotation_typing=False``: the annotations stay hints); the
 ``.pxd`` files beside three of them (``engines/symmetry.pxd``, ``engines/explicit.pxd``,
 ``models/system.pxd``) only declare the attributes and argument types of the hot classes
 (``Fingerprinter``, ``Expander``, ``Model``), so that attribute reads and calls among them are C
@@ -45,26 +46,23 @@ from pathlib import Path
 ENV = "ICECHECK_COMPILED"
 DIR_ENV = "ICECHECK_COMPILED_DIR"
 
-#: The modules compiled: the exhaustive search's own path (each state's step, fingerprint,
-#: sleep set and verdict) and what evaluating a history runs. Measured with
-#: ``bin/benchmark --compiled`` (reports/benchmarks.md, "Pure Python and compiled").
-HOT_MODULES = (
-    "icecheck.models.store",
-    "icecheck.models.catalog",
-    "icecheck.models.metadata",
-    "icecheck.models.system",
-    "icecheck.engines.symmetry",
-    "icecheck.engines.por",
-    "icecheck.engines.explicit",
-    "icecheck.properties",
-    "icecheck.properties.history",
-    "icecheck.properties.analysis",
-    "icecheck.properties.isolation",
-    "icecheck.properties.oracle",
-    "icecheck.properties.reachability",
-    "icecheck.properties.integrity",
-    "icecheck.traces.execute",
-)
+#: The modules compiled: the model and the properties (every step and every evaluation runs
+#: them), the search's own engine modules and the judging of a state. Not the two modules that
+#: read data files beside their source (``models/profiles.py``, ``properties/expectations.py``:
+#: a compiled module's ``__file__`` is in the build; each reads its file once per process).
+#: Measured with ``bin/benchmark --sections compiled`` (reports/benchmarks.md).
+_MODELS = ("", ".catalog", ".cherrypick", ".commands", ".commands_spec", ".expire", ".files",
+           ".filters", ".metadata", ".operations", ".producer", ".reads", ".refs",
+           ".rewrite_manifests", ".store", ".system", ".table", ".transaction", ".transforms",
+           ".validation")
+_PROPERTIES = ("", ".analysis", ".common", ".consistent", ".dangling", ".duplicates",
+               ".history", ".integrity", ".isolation", ".lost_write", ".oracle",
+               ".reachability", ".readable", ".undelete", ".violation")
+HOT_MODULES = (tuple("icecheck.models" + m for m in _MODELS)
+               + tuple("icecheck.properties" + m for m in _PROPERTIES)
+               + ("icecheck.engines.config", "icecheck.engines.symmetry", "icecheck.engines.por",
+                  "icecheck.engines.explicit", "icecheck.traces.canonical",
+                  "icecheck.traces.execute"))
 
 #: Cython's directives: the same semantics as Python (annotations are not types, functions keep
 #: their Python introspection), language level 3.

@@ -1,9 +1,10 @@
 """The compiled build (icecheck/compiled.py): it is used only when asked and only while it
-matches the sources, and the search tests pass on it as they do on the Python source.
+matches the sources, and the model's and the search's tests pass on it as they do on the
+Python source.
 
-The build itself (about a minute on 2 cores) is made once, into a temporary folder, when
-Cython is installed (``bin/test`` installs it: the 'compiled' extra); the search tests then
-run again in a child process with ``ICECHECK_COMPILED=1``.
+The build itself (about two minutes on 2 cores) is made once, into a temporary folder, when
+Cython is installed (``bin/test`` installs it: the 'compiled' extra); those tests then run
+again in a child process with ``ICECHECK_COMPILED=1``.
 """
 
 from __future__ import annotations
@@ -19,11 +20,17 @@ import pytest
 from icecheck import compiled
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The search tests run again on the compiled build: the pinned state counts, verdicts and
-#: shortest lengths, the step memo against the handlers, the evaluation memo against fresh
-#: evaluations, and the checker's own tests (symmetry, POR, coverage, memos).
-SEARCH_TESTS = ["tests/test_state_counts.py", "tests/test_step_memo.py",
-                "tests/test_eval_memo.py", "tests/test_explicit.py"]
+#: The tests run again on the compiled build: the search's (the pinned state counts, verdicts
+#: and shortest lengths, the step memo against the handlers, the evaluation memo against fresh
+#: evaluations, symmetry, POR, coverage) and the model's and properties' (every built-in
+#: scenario, the corpus traces' replay, the example pipelines' verdicts, transactions, expiry,
+#: branches). The whole suite passes on it too (run it with ICECHECK_COMPILED=1).
+COMPILED_TESTS = ["tests/test_state_counts.py", "tests/test_step_memo.py",
+                  "tests/test_eval_memo.py", "tests/test_explicit.py", "tests/test_scenarios.py",
+                  "tests/test_model_system.py", "tests/test_properties_catch.py",
+                  "tests/test_properties_findings.py", "tests/test_traces.py",
+                  "tests/test_transactions.py", "tests/test_expiry.py", "tests/test_branches.py",
+                  "tests/test_pipelines.py"]
 
 
 def _run(code: str, env_extra: dict) -> subprocess.CompletedProcess:
@@ -59,6 +66,14 @@ def test_this_process_runs_what_it_was_asked_to():
     for name in compiled.HOT_MODULES:
         f = importlib.import_module(name).__file__
         assert f.endswith(".py") != want, (name, f)
+
+
+def test_no_compiled_module_looks_for_files_beside_its_source():
+    """A compiled module's ``__file__`` is in the build folder, so a module that finds data
+    files beside its source (profiles, expectations) must stay out of HOT_MODULES."""
+    for name in compiled.HOT_MODULES:
+        py = compiled.source_files(name)[0]
+        assert "__file__" not in py.read_text(), py
 
 
 def test_a_missing_build_is_refused_with_one_message(tmp_path):
@@ -133,12 +148,12 @@ def test_the_build_compiles_every_hot_module_and_is_used(build):
     assert properties.startswith(str(base)) and not properties.endswith(".py")
 
 
-def test_the_search_tests_pass_on_the_compiled_build(build):
+def test_the_model_and_search_tests_pass_on_the_compiled_build(build):
     base, _ = build
     env = {k: v for k, v in os.environ.items() if k != compiled.ENV}
     env.update({compiled.ENV: "1", compiled.DIR_ENV: str(base)})
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"{__file__}::test_this_process_runs_what_it_was_asked_to", *SEARCH_TESTS],
+         f"{__file__}::test_this_process_runs_what_it_was_asked_to", *COMPILED_TESTS],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
