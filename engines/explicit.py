@@ -733,6 +733,10 @@ def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por:
             res = _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluate,
                        heap)
     res.seconds = time.monotonic() - start
+    from icecheck.compiled import active
+    if active():
+        res.notes.append("compiled build: the model, the properties and this search ran "
+                         "compiled (ICECHECK_COMPILED=1, icecheck/compiled.py)")
     if traces:
         attach_traces(res)
     return res

@@ -66,6 +66,12 @@ def test_this_process_runs_what_it_was_asked_to():
     for name in compiled.HOT_MODULES:
         f = importlib.import_module(name).__file__
         assert f.endswith(".py") != want, (name, f)
+    # and a search says which it ran
+    from icecheck.engines.config import mix_config
+    from icecheck.engines.explicit import Bounds, search
+    res = search(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), 1), traces=False,
+                 bounds=Bounds(max_states=10))
+    assert any(n.startswith("compiled build:") for n in res.notes) == want
 
 
 def test_no_compiled_module_looks_for_files_beside_its_source():
