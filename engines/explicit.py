@@ -803,15 +803,7 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
     rec = _Recorder(res, start)
     # parents: fp -> (parent fp, action label); the concrete path from the initial state
     parents: dict[bytes, tuple[bytes | None, str | None]] = {}
-
-    def path_to(fp: bytes) -> list[str]:
-        out = []
-        while True:
-            parent, label = parents[fp]
-            if parent is None:
-                return list(reversed(out))
-            out.append(label)
-            fp = parent
+    path_to = _Paths(parents)
 
     guard = None
     if bounds.max_memory_mb is not None:
@@ -933,6 +925,28 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
         ck.write(parents, res)    # the start of the level it stopped in
     res._path_to = path_to  # for traces of the partial result
     return res
+
+
+class _Paths:
+    """The concrete path (action labels) from the initial state to a fingerprint, by the BFS's
+    parent pointers. An object, not a closure of ``_bfs``: the result keeps it
+    (``Result._path_to``), and a compiled closure would keep all of ``_bfs``'s locals with it
+    (Cython gives a function's inner functions one shared scope), the expander and every
+    state of the search among them, until a full garbage collection."""
+
+    __slots__ = ("parents",)
+
+    def __init__(self, parents: dict):
+        self.parents = parents
+
+    def __call__(self, fp: bytes) -> list[str]:
+        parents, out = self.parents, []
+        while True:
+            parent, label = parents[fp]
+            if parent is None:
+                return list(reversed(out))
+            out.append(label)
+            fp = parent
 
 
 def _resume(restored, res, parents, workers, broadcast, path_to):
