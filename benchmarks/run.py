@@ -15,7 +15,7 @@ Sections (``--sections``, default all):
   the same run, the unreduced one (no symmetry, no POR; time-budgeted), so the reduction factor
   is measured on the same machine at the same time;
 * ``compiled``: the Python source against the compiled build (``icecheck/compiled.py``, built
-  first when missing or stale): the ``compare`` configurations ``repeats`` times each side and
+  first when missing or stale): the ``others`` configurations ``repeats`` times each side and
   (without ``--quick``) the canonical ones once each side, alternating, in fresh processes;
 * ``growth``: writers x operations (configs.yaml ``growth``), reduced and unreduced, each bounded
   by a count of distinct states (``max_states``: a cell that reaches it is marked cut, never
@@ -356,7 +356,7 @@ def bench_compare(rev: str, spec: dict, workers: int, budget, log, repeats: int 
 def bench_compiled(spec: dict, workers: int, budget, log, repeats: int = 1,
                    quick: bool = False) -> dict:
     """The Python source against the compiled build (``icecheck/compiled.py``, built first
-    when it is missing or stale): the ``compare`` configurations ``repeats`` times each side,
+    when it is missing or stale): the ``others`` configurations ``repeats`` times each side,
     alternating, each in a fresh process with its own baseline (as ``bench_compare``), and,
     unless ``quick``, each canonical profile once each side."""
     from icecheck import compiled
@@ -367,7 +367,7 @@ def bench_compiled(spec: dict, workers: int, budget, log, repeats: int = 1,
         log(f"[compiled] {e}: building ...")
         manifest = compiled.build(log=lambda m: log(f"[compiled] {m}"))
         log(f"[compiled] built in {manifest['seconds']} s")
-    entries = [(e["id"], e, repeats) for e in spec["compare"]]
+    entries = [(e["id"], e, repeats) for e in spec.get("others", [])]
     if not quick:
         can = spec["canonical"]
         entries += [(f"canonical-{p.replace('spark-3.5-', '')}", dict(can, profile=p), 1)
