@@ -319,6 +319,46 @@ def _tree_of(rev: str, dest: str) -> str:
     return pkg
 
 
+def _alternate(bid: str, entry: dict, sides: dict, repeats: int, workers: int, budget, log,
+               tag: str) -> dict:
+    """Measure ``entry`` on each of ``sides`` (label -> (what the log calls it, keyword
+    arguments of ``measure_in_subprocess``)) ``repeats`` times, the sides in turn so that a slow
+    minute of the machine falls on both; each side summed up by ``_best_of``."""
+    runs: dict = {label: [] for label in sides}
+    for _ in range(max(1, repeats)):
+        for label, (name, kw) in sides.items():
+            g = measure_in_subprocess(entry, workers, budget, **kw)
+            runs[label].append(g)
+            log(f"[{tag}] {bid} {label} ({name}): {g['states']:,} states in {g['seconds']}s, "
+                f"ratio {g['ratio']}")
+    return {label: _best_of(rs, f"[{tag}] {bid} {label}") for label, rs in runs.items()}
+
+
+def _ab_row(bid: str, got: dict, first: str, second: str) -> dict:
+    """A before/after row: both sides, whether they found the same, the speedup of the ratio."""
+    a, b = got[first], got[second]
+    return {"id": bid, first: a, second: b,
+            "same_states": (a["states"], a["transitions"]) == (b["states"], b["transitions"]),
+            "same_verdicts": (a["violations"], a["allowed"], a["shortest"])
+            == (b["violations"], b["allowed"], b["shortest"]),
+            "speedup": round(b["ratio"] / a["ratio"], 2) if a["ratio"] and b["ratio"] else None}
+
+
+def _ab_table(rows: list[dict], first: str, second: str, names: tuple[str, str]) -> list[str]:
+    """The markdown table of ``_ab_row`` rows."""
+    x, y = names
+    out = [f"| benchmark | states | same states, verdicts | s {x} | s {y} | ratio {x} "
+           f"| ratio {y} | speedup (ratio) | median {x} | median {y} | memory/state "
+           f"{x} | {y} |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        a, b = row[first], row[second]
+        out.append(f"| {row['id']} | {b['states']:,} | {row['same_states']}, "
+                   f"{row['same_verdicts']} | {a['seconds']} | {b['seconds']} | {a['ratio']} | "
+                   f"**{b['ratio']}** | {row['speedup']}x | {_median(a)} | {_median(b)} | "
+                   f"{_mem(a['bytes_per_state'])} | {_mem(b['bytes_per_state'])} |")
+    return out
+
+
 def bench_compare(rev: str, spec: dict, workers: int, budget, log, repeats: int = 1) -> dict:
     """The ``compare`` configurations measured on commit ``rev`` and on this tree, each in its
     own subprocess, alternating, ``repeats`` times each (each with its own baseline runs):
@@ -330,26 +370,11 @@ def bench_compare(rev: str, spec: dict, workers: int, budget, log, repeats: int 
     rows = []
     with tempfile.TemporaryDirectory(prefix="icecheck-bench-") as tmp:
         old = _tree_of(sha, tmp)
+        sides = {"before": (sha[:10], {"pythonpath": old, "cwd": tmp}),
+                 "after": ("this tree", {})}
         for entry in spec["compare"]:
-            prof = entry["id"]
-            runs: dict = {"before": [], "after": []}
-            # before and after alternate, so that a slow minute of the machine falls on both
-            for _ in range(max(1, repeats)):
-                for label, path in (("before", old), ("after", None)):
-                    g = measure_in_subprocess(entry, workers, budget, pythonpath=path,
-                                              cwd=tmp if path else ROOT)
-                    runs[label].append(g)
-                    log(f"[compare] {prof} {label} ({sha[:10] if path else 'this tree'}): "
-                        f"{g['states']:,} states in {g['seconds']}s, ratio {g['ratio']}")
-            got = {label: _best_of(rs, f"[compare] {prof} {label}")
-                   for label, rs in runs.items()}
-            b, a = got["before"], got["after"]
-            rows.append({"id": prof, "before": b, "after": a,
-                         "same_states": b["states"] == a["states"],
-                         "same_verdicts": (b["violations"], b["allowed"], b["shortest"])
-                         == (a["violations"], a["allowed"], a["shortest"]),
-                         "speedup": round(a["ratio"] / b["ratio"], 2)
-                         if a["ratio"] and b["ratio"] else None})
+            got = _alternate(entry["id"], entry, sides, repeats, workers, budget, log, "compare")
+            rows.append(_ab_row(entry["id"], got, "before", "after"))
     return {"before_commit": sha, "after_commit": here, "configs": rows}
 
 
@@ -372,24 +397,10 @@ def bench_compiled(spec: dict, workers: int, budget, log, repeats: int = 1,
         can = spec["canonical"]
         entries += [(f"canonical-{p.replace('spark-3.5-', '')}", dict(can, profile=p), 1)
                     for p in can["profiles"]]
-    rows = []
-    for bid, entry, n in entries:
-        runs: dict = {"python": [], "compiled": []}
-        for _ in range(max(1, n)):
-            for label in runs:
-                g = measure_in_subprocess(entry, workers, budget, compiled=label == "compiled")
-                runs[label].append(g)
-                log(f"[compiled] {bid} {label}: {g['states']:,} states in {g['seconds']}s, "
-                    f"ratio {g['ratio']}")
-        got = {label: _best_of(rs, f"[compiled] {bid} {label}") for label, rs in runs.items()}
-        p, c = got["python"], got["compiled"]
-        rows.append({"id": bid, "python": p, "compiled": c,
-                     "same_states": (p["states"], p["transitions"])
-                     == (c["states"], c["transitions"]),
-                     "same_verdicts": (p["violations"], p["allowed"], p["shortest"])
-                     == (c["violations"], c["allowed"], c["shortest"]),
-                     "speedup": round(c["ratio"] / p["ratio"], 2)
-                     if c["ratio"] and p["ratio"] else None})
+    sides = {"python": ("the Python source", {"compiled": False}),
+             "compiled": ("the compiled build", {"compiled": True})}
+    rows = [_ab_row(bid, _alternate(bid, entry, sides, n, workers, budget, log, "compiled"),
+                    "python", "compiled") for bid, entry, n in entries]
     return {"cython": manifest["cython"], "modules": len(manifest["modules"]),
             "build_seconds": manifest.get("seconds"), "configs": rows}
 
@@ -644,17 +655,7 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
               f"The same measurement on commit `{c['before_commit'][:10]}` (before) and "
               f"`{c['after_commit'][:10]}` (after), in this run: each side in fresh processes, "
               f"alternating, the best ratio of each side and the median of its runs.", "",
-              "| benchmark | states | same states, verdicts | s before | s after | ratio before "
-              "| ratio after | speedup (ratio) | median before | median after | memory/state "
-              "before | after |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for row in c["configs"]:
-            b, a = row["before"], row["after"]
-            L.append(f"| {row['id']} | {a['states']:,} | {row['same_states']}, "
-                     f"{row['same_verdicts']} | {b['seconds']} | {a['seconds']} | {b['ratio']} | "
-                     f"**{a['ratio']}** | {row['speedup']}x | {_median(b)} | {_median(a)} | "
-                     f"{_mem(b['bytes_per_state'])} | "
-                     f"{_mem(a['bytes_per_state'])} |")
+              *_ab_table(c["configs"], "before", "after", ("before", "after"))]
     cc = doc.get("compiled")
     if cc:
         L += ["", "## Pure Python and compiled", "",
@@ -664,16 +665,7 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
               f"`ICECHECK_COMPILED=1`), each in fresh processes, alternating: the best ratio "
               f"of each side and the median of its runs (the canonical configurations run "
               f"once each side).", "",
-              "| benchmark | states | same states, verdicts | s Python | s compiled | ratio "
-              "Python | ratio compiled | speedup (ratio) | median Python | median compiled | "
-              "memory/state Python | compiled |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for row in cc["configs"]:
-            p, c = row["python"], row["compiled"]
-            L.append(f"| {row['id']} | {c['states']:,} | {row['same_states']}, "
-                     f"{row['same_verdicts']} | {p['seconds']} | {c['seconds']} | {p['ratio']} | "
-                     f"**{c['ratio']}** | {row['speedup']}x | {_median(p)} | {_median(c)} | "
-                     f"{_mem(p['bytes_per_state'])} | {_mem(c['bytes_per_state'])} |")
+              *_ab_table(cc["configs"], "python", "compiled", ("Python", "compiled"))]
     if doc.get("corpus"):
         L += ["", "## Corpus anomalies: BFS time to the first counterexample", "",
               "| trace | property | found | seconds | length | corpus length |",
