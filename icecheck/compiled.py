@@ -9,7 +9,8 @@ evaluation of histories, and Python's cost per call is most of it. Cython compil
 ``models/system.pxd``) only declare the attributes and argument types of the hot classes
 (``Fingerprinter``, ``Expander``, ``Model``), so that attribute reads and calls among them are C
 struct reads and C calls. No rule lives anywhere but in the ``.py`` files: the pure-Python path
-runs them directly, and tests/test_compiled.py runs the same search tests on both.
+runs them directly, and tests/test_compiled.py runs the model's and the search's tests on
+both.
 
 How it is kept honest:
 
@@ -70,10 +71,7 @@ DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 
 MANIFEST = "manifest.json"
 _ROOT = Path(__file__).resolve().parent.parent      # the repository (an editable install)
-_PACKAGE_DIRS = {   # each package's folder under the root (pyproject.toml's package-dir)
-    "icecheck": "icecheck", "icecheck.models": "models", "icecheck.engines": "engines",
-    "icecheck.properties": "properties", "icecheck.traces": "traces",
-}
+_PACKAGES = ("icecheck.models", "icecheck.properties", "icecheck.engines", "icecheck.traces")
 
 
 class CompiledError(Exception):
@@ -92,20 +90,24 @@ def build_dir(base: str | os.PathLike | None = None) -> Path:
     return Path(base) / python_tag()
 
 
+def _package_dir(pkg: str) -> Path:
+    """The folder of package ``pkg``'s sources, wherever it is installed (the repository's
+    top-level folder in an editable install, ``icecheck/<name>`` in a wheel)."""
+    spec = importlib.util.find_spec(pkg)
+    if spec is None or not spec.submodule_search_locations:
+        raise CompiledError(f"{pkg}: no source folder found")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
 def source_files(name: str) -> list[Path]:
     """The sources of module ``name``: its ``.py`` file and its ``.pxd`` when there is one."""
-    parts = name.split(".")
-    for i in range(len(parts), 0, -1):
-        pkg = ".".join(parts[:i])
-        if pkg in _PACKAGE_DIRS:
-            folder = _ROOT.joinpath(_PACKAGE_DIRS[pkg], *parts[i:])
-            break
+    pkg = next((p for p in _PACKAGES if name == p or name.startswith(p + ".")), None)
+    if pkg is None:
+        raise CompiledError(f"{name}: not a module of icecheck's {', '.join(_PACKAGES)}")
+    if name == pkg:                                     # a package: its __init__
+        py = _package_dir(pkg) / "__init__.py"
     else:
-        raise CompiledError(f"{name}: not a module of the icecheck source tree")
-    if folder.is_dir():                                   # a package: its __init__
-        py = folder / "__init__.py"
-    else:
-        py = folder.with_suffix(".py")
+        py = _package_dir(pkg).joinpath(*name[len(pkg) + 1:].split(".")).with_suffix(".py")
     if not py.is_file():
         raise CompiledError(f"{name}: no source at {py}")
     pxd = py.with_suffix(".pxd")
@@ -117,7 +119,12 @@ def _sha(path: Path) -> str:
 
 
 def _rel(path: Path) -> str:
-    return path.relative_to(_ROOT).as_posix()
+    """How the manifest and the messages name a source: from the repository's root when it
+    is in it (an editable install), else in full."""
+    try:
+        return path.relative_to(_ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def _target(name: str) -> Path:
@@ -258,16 +265,17 @@ class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, dest: Path, manifest: dict):
         self.files = {name: dest / m["file"] for name, m in manifest["modules"].items()}
         self.manifest = manifest
+        # a compiled package keeps its submodules' folder (its own source folder); found now,
+        # before this finder answers (finding it later would ask this finder again)
+        self.folders = {name: [str(src.parent)] for name in self.files
+                        for src in source_files(name)[:1] if src.name == "__init__.py"}
 
     def find_spec(self, fullname, path=None, target=None):
         so = self.files.get(fullname)
         if so is None:
             return None
-        src = source_files(fullname)[0]
-        # a compiled package keeps its submodules' folder (its own source folder)
-        where = [str(src.parent)] if src.name == "__init__.py" else None
-        return importlib.util.spec_from_file_location(fullname, so,
-                                                      submodule_search_locations=where)
+        return importlib.util.spec_from_file_location(
+            fullname, so, submodule_search_locations=self.folders.get(fullname))
 
 
 def activate(base: str | os.PathLike | None = None) -> dict:
