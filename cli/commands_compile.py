@@ -1,4 +1,4 @@
-"""``icecheck compile``: the compiled build of the checker's hot modules (icecheck/compiled.py)."""
+"""``icecheck compile``: the compiled build of what a search runs (icecheck/compiled.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from icecheck.cli.base import EXIT_FAILED, EXIT_INPUT, EXIT_OK, err, main, out
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="C compilations at once (default: one per core).")
 def compile_cmd(check_only: bool, jobs: int | None) -> None:
-    """Compile the exhaustive checker's hot modules with Cython, from the same Python source,
-    into build/compiled/ (or $ICECHECK_COMPILED_DIR); about a minute on 2 cores.
+    """Compile what a search runs (the model, the properties, the search) with Cython, from
+    the same Python source, into build/compiled/ (or $ICECHECK_COMPILED_DIR); about two
+    minutes on 2 cores.
 
     Then run any command with ICECHECK_COMPILED=1 to use them, e.g.
     `ICECHECK_COMPILED=1 bin/icecheck explore ...`: the same states, verdicts and traces,
