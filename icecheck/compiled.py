@@ -180,10 +180,13 @@ def build(base: str | os.PathLike | None = None, jobs: int | None = None,
             files = source_files(name)
             target = src / _target(name)
             target.parent.mkdir(parents=True, exist_ok=True)
+            sources[name] = {}
             for f in files:
-                shutil.copyfile(f, target.with_suffix(f.suffix))
+                # hashed as copied: the manifest names the very bytes compiled
+                data = f.read_bytes()
+                target.with_suffix(f.suffix).write_bytes(data)
+                sources[name][_rel(f)] = hashlib.sha256(data).hexdigest()
             modules.append((name, str(target.with_suffix(".py"))))
-            sources[name] = {_rel(f): _sha(f) for f in files}
         # the package folders, so that Cython names each module by its full dotted name
         for d in [p for p in src.rglob("*") if p.is_dir()]:
             (d / "__init__.py").touch(exist_ok=True)
