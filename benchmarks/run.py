@@ -344,10 +344,12 @@ def _ab_row(bid: str, got: dict, first: str, second: str) -> dict:
             "speedup": round(b["ratio"] / a["ratio"], 2) if a["ratio"] and b["ratio"] else None}
 
 
-def _ab_table(rows: list[dict], first: str, second: str, names: tuple[str, str]) -> list[str]:
-    """The markdown table of ``_ab_row`` rows."""
+def _ab_section(title: str, intro: str, rows: list[dict], first: str, second: str,
+                names: tuple[str, str]) -> list[str]:
+    """A report section of ``_ab_row`` rows: its title, what was measured, the table."""
     x, y = names
-    out = [f"| benchmark | states | same states, verdicts | s {x} | s {y} | ratio {x} "
+    out = ["", f"## {title}", "", intro, "",
+           f"| benchmark | states | same states, verdicts | s {x} | s {y} | ratio {x} "
            f"| ratio {y} | speedup (ratio) | median {x} | median {y} | memory/state "
            f"{x} | {y} |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -651,21 +653,23 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
               f"({h['baseline_states_per_s']:,.0f} states/s)."]
     c = doc.get("compare")
     if c:
-        L += ["", "## Before / after", "",
-              f"The same measurement on commit `{c['before_commit'][:10]}` (before) and "
-              f"`{c['after_commit'][:10]}` (after), in this run: each side in fresh processes, "
-              f"alternating, the best ratio of each side and the median of its runs.", "",
-              *_ab_table(c["configs"], "before", "after", ("before", "after"))]
+        L += _ab_section(
+            "Before / after",
+            f"The same measurement on commit `{c['before_commit'][:10]}` (before) and "
+            f"`{c['after_commit'][:10]}` (after), in this run: each side in fresh processes, "
+            f"alternating, the best ratio of each side and the median of its runs.",
+            c["configs"], "before", "after", ("before", "after"))
     cc = doc.get("compiled")
     if cc:
-        L += ["", "## Pure Python and compiled", "",
-              f"The same searches on the Python source and on the compiled build "
-              f"(`bin/icecheck compile`: {cc['modules']} modules compiled by Cython "
-              f"{cc['cython']} from the same source, icecheck/compiled.py; used with "
-              f"`ICECHECK_COMPILED=1`), each in fresh processes, alternating: the best ratio "
-              f"of each side and the median of its runs (the canonical configurations run "
-              f"once each side).", "",
-              *_ab_table(cc["configs"], "python", "compiled", ("Python", "compiled"))]
+        L += _ab_section(
+            "Pure Python and compiled",
+            f"The same searches on the Python source and on the compiled build "
+            f"(`bin/icecheck compile`: {cc['modules']} modules compiled by Cython "
+            f"{cc['cython']} from the same source, icecheck/compiled.py; used with "
+            f"`ICECHECK_COMPILED=1`), each in fresh processes, alternating: the best ratio of "
+            f"each side and the median of its runs (the canonical configurations run once "
+            f"each side).",
+            cc["configs"], "python", "compiled", ("Python", "compiled"))
     if doc.get("corpus"):
         L += ["", "## Corpus anomalies: BFS time to the first counterexample", "",
               "| trace | property | found | seconds | length | corpus length |",

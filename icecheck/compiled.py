@@ -127,14 +127,6 @@ def _rel(path: Path) -> str:
         return path.as_posix()
 
 
-def _target(name: str) -> Path:
-    """Where module ``name`` goes in a build tree (packages compile their ``__init__``)."""
-    parts = name.split(".")
-    if source_files(name)[0].name == "__init__.py":
-        parts.append("__init__")
-    return Path(*parts)
-
-
 # -- building ---------------------------------------------------------------------------------
 def cython_version() -> str | None:
     try:
@@ -178,7 +170,10 @@ def build(base: str | os.PathLike | None = None, jobs: int | None = None,
         modules, sources = [], {}
         for name in HOT_MODULES:
             files = source_files(name)
-            target = src / _target(name)
+            parts = name.split(".")
+            if files[0].name == "__init__.py":          # a package compiles its __init__
+                parts.append("__init__")
+            target = src.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             sources[name] = {}
             for f in files:
@@ -270,8 +265,8 @@ class _Finder(importlib.abc.MetaPathFinder):
         self.manifest = manifest
         # a compiled package keeps its submodules' folder (its own source folder); found now,
         # before this finder answers (finding it later would ask this finder again)
-        self.folders = {name: [str(src.parent)] for name in self.files
-                        for src in source_files(name)[:1] if src.name == "__init__.py"}
+        self.folders = {name: [str(_package_dir(name))] for name in self.files
+                        if name in _PACKAGES}
 
     def find_spec(self, fullname, path=None, target=None):
         so = self.files.get(fullname)

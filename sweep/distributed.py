@@ -85,9 +85,11 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
     the worker needs nothing of icecheck to run it."""
 
     def task(cell_json: str) -> str:
+        import os as _os
+
+        compiled = None
         if shipped:
             import hashlib as _hashlib
-            import os as _os
             import shutil as _shutil
             import sys as _sys
             import tempfile as _tempfile
@@ -115,13 +117,11 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
             # a worker that inherited ICECHECK_COMPILED=1 from a local driver runs that source
             # rather than refusing to start
             compiled = _os.environ.pop("ICECHECK_COMPILED", None)
-            try:
-                from icecheck.sweep.runner import run_cell_json
-            finally:
-                if compiled is not None:
-                    _os.environ["ICECHECK_COMPILED"] = compiled
-            return run_cell_json(cell_json)
-        from icecheck.sweep.runner import run_cell_json
+        try:
+            from icecheck.sweep.runner import run_cell_json
+        finally:
+            if compiled is not None:
+                _os.environ["ICECHECK_COMPILED"] = compiled
         return run_cell_json(cell_json)
 
     return task

@@ -33,10 +33,15 @@ COMPILED_TESTS = ["tests/test_state_counts.py", "tests/test_step_memo.py",
                   "tests/test_pipelines.py"]
 
 
-def _run(code: str, env_extra: dict) -> subprocess.CompletedProcess:
+def _env(extra: dict) -> dict:
+    """This environment without the compiled build's variables, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k not in (compiled.ENV, compiled.DIR_ENV)}
-    env.update(env_extra)
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+    env.update(extra)
+    return env
+
+
+def _run(code: str, env_extra: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(env_extra),
                           capture_output=True, text=True, timeout=300)
 
 
@@ -156,8 +161,7 @@ def test_the_build_compiles_every_hot_module_and_is_used(build):
 
 def test_the_model_and_search_tests_pass_on_the_compiled_build(build):
     base, _ = build
-    env = {k: v for k, v in os.environ.items() if k != compiled.ENV}
-    env.update({compiled.ENV: "1", compiled.DIR_ENV: str(base)})
+    env = _env({compiled.ENV: "1", compiled.DIR_ENV: str(base)})
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          f"{__file__}::test_this_process_runs_what_it_was_asked_to", *COMPILED_TESTS],
