@@ -198,7 +198,18 @@ class Fingerprinter:
             out.append(b"i%d;" % p.int_(v))
         elif t is tuple or t is list:
             out.append(b"(")
+            strings = p.strings
             for x in v:
+                # strings met before and small ints, inline (as in ``_encode``)
+                xt = type(x)
+                if xt is str:
+                    b = strings.get(x)
+                    if b is not None:
+                        out.append(b)
+                        continue
+                elif xt is int and x < 100:
+                    out.append(b"i%d;" % x)
+                    continue
                 self._enc(x, p, out)
             out.append(b")")
         elif v is None:
@@ -283,11 +294,36 @@ class Fingerprinter:
         if names is None:
             names = _FIELDS[t] = tuple(f.name for f in fields(obj) if f.compare)
         is_writer = t is WriterState
+        strings, nperms, k = p.strings, self.nperms, p.index
         for name in names:
-            if is_writer and name == "slot":
-                out.append(b"i%d;" % p.writer(obj.slot))
+            v = d[name]
+            # the commonest field values, as ``_enc`` encodes them, without a call per field
+            # (a writer state has 21 fields, mostly strings, ints, None and empty tuples; the
+            # fields were half of all the calls in the small searches: issue 13)
+            vt = type(v)
+            if vt is str:
+                b = strings.get(v)
+                if b is None:
+                    self._enc(v, p, out)
+                else:
+                    out.append(b)
+            elif v is None:
+                out.append(b"N")
+            elif vt is int:
+                if is_writer and name == "slot":
+                    out.append(b"i%d;" % p.writer(v))
+                else:
+                    out.append(b"i%d;" % (v if v < 100 else p.int_(v)))
+            elif vt is tuple and not v:
+                out.append(b"()")
+            elif vt is bool:
+                out.append(b"T" if v else b"F")
+            elif vt in _FIELDS:
+                cache = v.__dict__.get(_CACHE_ATTR)
+                got = cache[k] if cache is not None and len(cache) == nperms else None
+                out.append(b"D" + (got if got is not None else self.obj_digest(v, p)))
             else:
-                self._enc(d[name], p, out)
+                self._enc(v, p, out)
         return _h(b"".join(out))
 
     def store_digest(self, store: ObjectStore, p: Perm) -> int:
