@@ -467,24 +467,39 @@ def _oracle_key(h: History, kf: KeyFn) -> tuple | None:
         got = cache.get(ids)
         if got is not None:
             return got[1]
-    content = memo.content
+    content, token = memo.content, memo.token
+    listed = meta._by_id          # TableMetadata.snapshot, inline
     key: list = [kf.key, kf.scope]
     local = True
     for snap, op in zip(h.lineage, h.lineage_ops):
         sid = snap.snapshot_id
-        if meta.snapshot(sid) is None:
+        # ``h.rows_key(sid)``; of a snapshot the metadata lists (``h.snapshot`` gives that
+        # very object), the value cached on it, read inline (a key is made per evaluation)
+        got = listed.get(sid)
+        if got is None:
             local = False
+            rows = h.rows_key(sid)
+        else:
+            cached = got.__dict__.get("_icecheck_rows_key")
+            rows = cached[1] if cached is not None and cached[0] == token else h.rows_key(sid)
         if op is None:
             who = None
         elif getattr(op.intent, "kind", None) == ops.CHERRY_PICK:
             return None
         else:
             base = op.base_snapshot_id
-            if base is not None and meta.snapshot(base) is None:
-                local = False
+            got = None if base is None else listed.get(base)
+            if got is None:
+                if base is not None:
+                    local = False
+                base_rows = h.rows_key(base)
+            else:
+                cached = got.__dict__.get("_icecheck_rows_key")
+                base_rows = (cached[1] if cached is not None and cached[0] == token
+                             else h.rows_key(base))
             who = (op.label, content(op.record) if op.record is not None else op.index,
-                   h.rows_key(base))
-        key.append((sid, h.rows_key(sid), sid in h.inner_ids, who))
+                   base_rows)
+        key.append((sid, rows, sid in h.inner_ids, who))
     key_t = tuple(key)
     if local:
         if cache is None or len(cache) >= _KEYS_PER_METADATA:
