@@ -146,7 +146,10 @@ class History:
         manifest list and manifests (their entries carry the files). () for no snapshot."""
         got = self._rows_keys.get(snapshot_id)
         if got is None:
-            snap = self.snapshot(snapshot_id)
+            # self.snapshot, with its commonest case inline: a snapshot the metadata lists
+            snap = None if snapshot_id is None else self.meta._by_id.get(snapshot_id)
+            if snap is None:
+                snap = self.snapshot(snapshot_id)
             if snap is None:
                 got = ()
             else:
@@ -180,7 +183,8 @@ class History:
         snapshot of the same manifests. Its result is never modified by its readers."""
         if self.memo is None:
             return compute(*args)
-        key = tag + self.rows_key(snapshot_id)
+        rows = self._rows_keys.get(snapshot_id)     # rows_key's cache, read inline
+        key = tag + (rows if rows is not None else self.rows_key(snapshot_id))
         got = self.memo.rows.get(key)
         if got is None:
             got = self.memo.rows[key] = compute(*args)
