@@ -27,7 +27,6 @@ undelete, a lost write, duplicate keys, or (otherwise) a consistent-read violati
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -446,7 +445,9 @@ def memo_oracle(h: History, kf: KeyFn) -> Oracle:
         got = memo.oracles[key_t] = (next(memo.ids),
                                      run_oracle(h, kf, parent[1] if parent else None))
     h.oracle_key = got[0]
-    mine = copy.copy(got[1])
+    # a shallow copy (``copy.copy``, without its protocol lookups: one per evaluation)
+    mine = object.__new__(Oracle)
+    mine.__dict__.update(got[1].__dict__)
     mine.effects = dict(mine.effects)
     return mine
 
@@ -584,12 +585,14 @@ def run_oracle(h: History, kf: KeyFn, prefix: Oracle | None = None) -> Oracle:
         # A row value's origin is the operation that first wrote it into the key's rows: rows an
         # operation carries over unchanged keep their origin.
         for k, rows in eff.sets.items():
-            before = Counter(before_state.get(k, ()))
+            # the rows the key held before, each kept row matched to one of them (a key holds
+            # a row or two: a list, not a Counter, whose construction cost more than the rest)
+            before = list(before_state.get(k, ()))
             for r in rows:
-                if before[r] <= 0:
-                    origin[(k, r)] = op.label
+                if r in before:
+                    before.remove(r)
                 else:
-                    before[r] -= 1
+                    origin[(k, r)] = op.label
         for k, rows in eff.appends.items():
             for r in rows:
                 origin[(k, r)] = op.label
