@@ -21,7 +21,7 @@ from icecheck.engines.config import ExploreConfig, _freeze, build_model_config, 
 from icecheck.models import catalog as cat
 from icecheck.models.profiles import get_profile, load_profiles
 from icecheck.scenarios.errors import InputError
-from icecheck.scenarios.yamlload import LineDict, LineList, load_yaml_file
+from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_file
 
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds"}
 JOB_KEYS = {"name", "profile", "program"}
@@ -54,7 +54,7 @@ def _line(node: Any, key: Any = None) -> int | None:
 
 def _mapping(node: Any, what: str, path: str, allowed: set[str], line=None) -> LineDict:
     if not isinstance(node, dict):
-        raise InputError(f"{what} must be a mapping, not {type(node).__name__}", path, line)
+        raise InputError(f"{what} must be a mapping, not {kind_of(node)}", path, line)
     for k in node:
         if k not in allowed:
             raise InputError(f"{what}: unknown key {k!r}; expected some of "

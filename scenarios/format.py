@@ -28,7 +28,7 @@ from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIO
                                            compact_option_error)
 
 from .errors import InputError
-from .yamlload import Ctx as _Ctx, LineDict, LineList, load_yaml_file
+from .yamlload import Ctx as _Ctx, LineDict, LineList, kind_of, load_yaml_file
 
 FORMAT_VERSION = 1
 TOP_KEYS = {"version", "id", "description", "catalog", "profile", "writer_profiles", "table",
@@ -920,7 +920,9 @@ def parse_command(ctx, table, node, parent) -> Command:
             typ = COMPACT_OPTIONS[name][0]
             if isinstance(value, bool) != (typ is bool) or not isinstance(
                     value, (int, float) if typ is float else typ):
-                raise ctx.fail(f"option {name} must be {typ.__name__}", onode, name)
+                want = {bool: "true or false", int: "an integer", float: "a number"}[typ]
+                raise ctx.fail(f"option {name} must be {want}, got {kind_of(value)}", onode,
+                               name)
             problem = compact_option_error(name, value)
             if problem is not None:
                 raise ctx.fail(problem, onode, name)

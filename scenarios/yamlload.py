@@ -27,6 +27,26 @@ class LineList(list):
         return self.item_lines[index] if index < len(self.item_lines) else self.line
 
 
+def kind_of(node: Any) -> str:
+    """What a YAML value is, in the file's terms (for messages: "must be a mapping, got a
+    list"), never a Python class name such as ``LineList`` or ``NoneType``."""
+    if node is None:
+        return "nothing (an empty value or file)"
+    if isinstance(node, bool):
+        return "a boolean"
+    if isinstance(node, int):
+        return "an integer"
+    if isinstance(node, float):
+        return "a number"
+    if isinstance(node, str):
+        return "a string"
+    if isinstance(node, list):
+        return "a list"
+    if isinstance(node, dict):
+        return "a mapping"
+    return f"a value of type {type(node).__name__}"
+
+
 #: Bounds on what one input file may make us build: a few kilobytes of YAML with nested
 #: aliases ("billion laughs") expand to gigabytes once walked; nesting deeper than Python's
 #: stack breaks every recursive walk. Real scenarios, traces and profiles are far below both.
@@ -173,12 +193,12 @@ class Ctx:
 
     def mapping(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineDict:
         if not isinstance(node, LineDict):
-            raise self.fail(f"{what} must be a mapping, got {type(node).__name__}", parent, key)
+            raise self.fail(f"{what} must be a mapping, got {kind_of(node)}", parent, key)
         return node
 
     def seq(self, node: Any, what: str, parent: Any = None, key: Any = None) -> LineList:
         if not isinstance(node, LineList):
-            raise self.fail(f"{what} must be a list, got {type(node).__name__}", parent, key)
+            raise self.fail(f"{what} must be a list, got {kind_of(node)}", parent, key)
         return node
 
     def keys(self, node: LineDict, allowed: set[str], what: str) -> None:

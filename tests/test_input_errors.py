@@ -42,7 +42,7 @@ CASES = {
     "compact-option-type": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
                             + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
                             "      options: {use-starting-sequence-number: 'no'}\n",
-                            12, "option use-starting-sequence-number must be bool"),
+                            12, "option use-starting-sequence-number must be true or false, got a string"),
     "compact-option-range": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
                              + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
                              "      options: {rewrite-all: false, min-input-files: 0}\n",
@@ -50,7 +50,7 @@ CASES = {
     "compact-option-int-not-bool": ("profile: spark-3.5-cow-serializable\n" + GOOD_HEAD
                                     + "steps:\n  - begin: w1\n    command:\n      sql: COMPACT\n"
                                     "      options: {delete-file-threshold: true}\n",
-                                    12, "option delete-file-threshold must be int"),
+                                    12, "option delete-file-threshold must be an integer, got a boolean"),
     "commit-before-begin": (GOOD_HEAD + "steps:\n  - commit: w1\n", 8, "writer w1 has not begun"),
     "version-bool": (GOOD_HEAD.replace("version: 1", "version: true") +
                      "steps:\n  - commit: {op: append, add: [d1]}\n", 1,
@@ -185,7 +185,7 @@ def test_no_rule_for_a_command_names_the_options(args):
 
 @pytest.mark.parametrize("change,expected", [
     ({"key": [1]}, "field 'config': malformed configuration: key [1] is not a column"),
-    ({"writers": "abc"}, "field 'config': command must be a mapping, got str"),
+    ({"writers": "abc"}, "field 'config': command must be a mapping, got a string"),
     ({"faults": "no"}, "field 'config': malformed configuration: faults must be true or false"),
 ])
 def test_malformed_trace_config_is_an_input_error(tmp_path, change, expected):
@@ -268,3 +268,26 @@ def test_small_manifest_target_size_is_refused(tmp_path):
                  "    commit.manifest.target-size-bytes: 1024\nsteps: []\n")
     with pytest.raises(InputError, match="is not modelled: the model has no manifest byte sizes"):
         load_scenario(str(p))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("", "the pipeline must be a mapping, not nothing (an empty value or file)"),
+    ("- 1\n- 2\n", "the pipeline must be a mapping, not a list"),
+    ("just words\n", "the pipeline must be a mapping, not a string"),
+])
+def test_pipeline_of_the_wrong_shape_says_what_it_got(tmp_path, text, expected):
+    """A pipeline file that is not a mapping is named in YAML's terms (a list, a string, an
+    empty file), never by the loader's Python classes (``LineList``, ``NoneType``)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "check", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == f"error: {path}:1: {expected}", proc.stderr
+
+
+def test_kind_of_names_yaml_values():
+    from icecheck.scenarios.yamlload import LineDict, LineList, kind_of
+    assert [kind_of(v) for v in (None, True, 3, 2.5, "x", LineList(), LineDict(), [], {})] == [
+        "nothing (an empty value or file)", "a boolean", "an integer", "a number", "a string",
+        "a list", "a mapping", "a list", "a mapping"]
