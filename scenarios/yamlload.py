@@ -27,23 +27,20 @@ class LineList(list):
         return self.item_lines[index] if index < len(self.item_lines) else self.line
 
 
+#: YAML's kinds of value, by the Python type the loader gives them (bool before int: a boolean
+#: is an int to Python)
+_KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+          (list, "a list"), (dict, "a mapping"))
+
+
 def kind_of(node: Any) -> str:
     """What a YAML value is, in the file's terms (for messages: "must be a mapping, got a
     list"), never a Python class name such as ``LineList`` or ``NoneType``."""
     if node is None:
         return "nothing (an empty value or file)"
-    if isinstance(node, bool):
-        return "a boolean"
-    if isinstance(node, int):
-        return "an integer"
-    if isinstance(node, float):
-        return "a number"
-    if isinstance(node, str):
-        return "a string"
-    if isinstance(node, list):
-        return "a list"
-    if isinstance(node, dict):
-        return "a mapping"
+    for typ, name in _KINDS:
+        if isinstance(node, typ):
+            return name
     return f"a value of type {type(node).__name__}"
 
 
