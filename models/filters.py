@@ -278,8 +278,10 @@ def rename_columns(expr: Expr, names: Mapping[str, str]) -> Expr:
 def resolve_columns(expr: Expr, schema_columns: Iterable[str]) -> tuple[Expr, dict[str, str]]:
     """Bind ``expr``'s column names case-insensitively (Java's ``caseSensitive(false)``:
     ``Schema.caseInsensitiveFindField``): the expression with the schema's names, and
-    ``{schema name: name as written}`` for the names written otherwise. A name matching no
-    column is left as it is (``check_columns`` reports it)."""
+    ``{schema name: name as written}`` for the names written otherwise (the first such
+    spelling, left to right, when one filter spells a column in several ways: the one a
+    case-sensitive binding fails on first, ``validation._bind_case_sensitive``). A name matching
+    no column is left as it is (``check_columns`` reports it)."""
     lower = {c.lower(): c for c in schema_columns}
     written: dict[str, str] = {}
     mapping: dict[str, str] = {}
@@ -287,8 +289,13 @@ def resolve_columns(expr: Expr, schema_columns: Iterable[str]) -> tuple[Expr, di
         col = lower.get(name.lower())
         if col is not None and col != name:
             mapping[name] = col
-            written[col] = name
+            written.setdefault(col, name)
     return rename_columns(expr, mapping), written
+
+
+def predicates(expr: Expr) -> tuple[Predicate, ...]:
+    """The leaf predicates of ``expr``, left to right (the order Java binds them in)."""
+    return tuple(_predicates(expr))
 
 
 def column_names(expr: Expr) -> tuple[str, ...]:

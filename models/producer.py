@@ -122,7 +122,8 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
                 "starting_ancestor",
                 f"Snapshot {starting_id} is not an ancestor of {parent.snapshot_id}")
         if v.data_files_exist:
-            validate_data_files_exist(*args, v.data_files_exist, not v.deleted_files, expr, parent)
+            validate_data_files_exist(*args, v.data_files_exist, not v.deleted_files, expr, parent,
+                                      op.written_names)
         if v.no_conflicting_data_files:
             validate_added_data_files(*args, expr, parent)
         if v.no_conflicting_delete_files:

@@ -88,6 +88,13 @@ class Schema:
     def as_dict(self, row: Row) -> dict[str, Any]:
         return dict(zip(self.names, row))
 
+    def java_struct(self) -> str:
+        """The schema as Java prints it in messages (``Types.StructType.toString``, 1.10.2
+        Types.java:1087, each field ``NestedField.toString``, :964): the table the conformance
+        drivers create has every column optional, with ids 1, 2, ... in schema order."""
+        return "struct<" + ", ".join(f"{i}: {name}: optional {typ}"
+                                     for i, (name, typ) in enumerate(self.columns, 1)) + ">"
+
 
 @dataclass(frozen=True)
 class TableConfig:

@@ -14,7 +14,7 @@ from urllib.parse import quote_plus
 from typing import Iterable, Mapping
 
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
-from .filters import Expr, might_match_file, might_match_partition
+from .filters import Expr, might_match_file, might_match_partition, predicates
 from .metadata import (APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, ADDED, OVERWRITE,
                        REPLACE, Manifest, ManifestEntry, Snapshot, TableMetadata)
 from .table import TableConfig
@@ -282,19 +282,43 @@ def validate_deleted_data_files(store, table, base, starting_id, expr, parent):
 
 
 def validate_data_files_exist(store, table, base, starting_id, required: Iterable[str], skip_deletes,
-                              expr, parent):
-    """validateDataFilesExist: no required data file was removed in the window."""
+                              expr, parent, written: tuple = ()):
+    """validateDataFilesExist: no required data file was removed in the window.
+
+    ``written``: the operation's ``written_names`` (``caseSensitive(false)`` with a filter
+    written in other cases). This one validation builds its ManifestGroup without
+    ``.caseSensitive(caseSensitive)`` (MergingSnapshotProducer.java:800-811 in 1.10.2, the same
+    on main), so the conflict filter binds case-sensitively as soon as the window holds a
+    manifest to evaluate (``ManifestGroup.entries``' evaluator cache, ``Projections.inclusive``
+    binding each predicate): the commit fails there, before any file is compared
+    (scenarios/builtin/filters/case-insensitive-row-delta-data-files-exist.yaml)."""
     required = set(required)
     if not required:
         return
     ops = (VALIDATE_DATA_FILES_EXIST_SKIP_DELETE_OPERATIONS if skip_deletes
            else VALIDATE_DATA_FILES_EXIST_OPERATIONS)
     window = validation_history(store, base, starting_id, ops, DATA_MANIFEST, parent)
+    if written and window.manifests and expr is not None:
+        _bind_case_sensitive(table, expr, dict(written))
     missing = [e.file.path for e in _entries(window)
                if e.status == DELETED and e.file.path in required and data_matches(table, expr, e.file)]
     if missing:
         raise ValidationFailed("data_files_exist",
                                f"Cannot commit, missing data files: {fmt_paths(missing)}")
+
+
+def _bind_case_sensitive(table: TableConfig, expr: Expr, written: Mapping[str, str]) -> None:
+    """Java's case-sensitive binding of a filter the model holds with the schema's names
+    (``written``: schema name -> the name as written, for those written otherwise): the first
+    predicate, left to right, whose name as written is not a column fails as
+    ``NamedReference.bind`` does (NamedReference.java:45). ``written`` holds a column's first
+    spelling other than the schema's (``filters.resolve_columns``), which is the one Java
+    fails on first, even where a correctly spelled predicate of that column comes before it."""
+    for pred in predicates(expr):
+        name = written.get(pred.column)
+        if name is not None:
+            raise ValidationFailed("data_files_exist", f"Cannot find field '{name}' in struct: "
+                                                       f"{table.schema.java_struct()}")
 
 
 def validate_added_dvs(store, table, base, starting_id, expr, parent, dv_targets: Iterable[str]):

@@ -56,3 +56,41 @@ def test_bad_case_input_names_the_line(step, message):
     with pytest.raises(InputError) as e:
         _parse(step)
     assert message in str(e.value) and "x.yaml:" in str(e.value)
+
+
+def test_row_delta_data_files_exist_binds_case_sensitively():
+    """validateDataFilesExist's manifest scan ignores caseSensitive(false) (Java 1.10.2,
+    MergingSnapshotProducer.java:800-811): the builtin scenario is Java-agreed."""
+    sc = load_scenario(os.path.join(BUILTIN_DIR, "filters",
+                                    "case-insensitive-row-delta-data-files-exist.yaml"))
+    verdict, _ = execute_scenario(sc, model_config(sc))
+    assert verdict.passed, verdict.failures
+
+
+@pytest.mark.parametrize("text, named", [
+    ("CATEGORY = 'b'", "CATEGORY"),
+    ("category = 'b' and ID = 1", "ID"),          # the first predicate binds: the second fails
+    ("ID = 1 and Category = 'b'", "ID"),
+    ("id = 1 or Id = 2 or ID = 3", "Id"),          # the first spelling Java cannot find
+])
+def test_case_sensitive_binding_names_the_first_failing_predicate(text, named):
+    from icecheck.models.table import Schema, TableConfig
+    from icecheck.models.transforms import PartitionSpec
+    from icecheck.models.validation import ValidationFailed, _bind_case_sensitive
+    table = TableConfig(Schema((("id", "int"), ("category", "string"))), PartitionSpec(()))
+    expr, written = resolve_columns(parse_filter(text), table.schema.names)
+    with pytest.raises(ValidationFailed) as e:
+        _bind_case_sensitive(table, expr, written)
+    assert e.value.check == "data_files_exist"
+    assert str(e.value) == (f"Cannot find field '{named}' in struct: "
+                            f"struct<1: id: optional int, 2: category: optional string>")
+
+
+def test_case_sensitive_binding_accepts_names_as_in_the_schema():
+    from icecheck.models.table import Schema, TableConfig
+    from icecheck.models.transforms import PartitionSpec
+    from icecheck.models.validation import _bind_case_sensitive
+    table = TableConfig(Schema((("id", "int"), ("category", "string"))), PartitionSpec(()))
+    expr, written = resolve_columns(parse_filter("id = 1 and category = 'b'"), table.schema.names)
+    assert written == {}
+    _bind_case_sensitive(table, expr, written)      # nothing to fail on

@@ -61,6 +61,8 @@ def test_compaction_drops_equality_delete_undelete():
     assert "after the CDC delete of id 1: [(0, 'v0')]" in out
 
 
-def test_overwrite_case_insensitive_filter_validation():
-    out = _run("overwrite_case_insensitive_filter_validation.py", "spark")
-    assert "Cannot find field 'CATEGORY'" in out
+def test_case_insensitive_filter_validations():
+    out = _run("case_insensitive_filter_validations.py", "spark")
+    assert "1. OverwriteFiles.validateAddedFilesMatchOverwriteFilter: REPRODUCED" in out
+    assert "2. RowDelta.validateDataFilesExist: REPRODUCED" in out
+    assert "d1 deleted meanwhile: ValidationException: Cannot find field 'CATEGORY'" in out
