@@ -157,6 +157,24 @@ def _changes(table: TableConfig, cmd: Command, rows: list[RowVersion]):
     return changed, inserts
 
 
+def _separate_rewrites(table: TableConfig, touched: list[str], by_file: dict, changed: dict,
+                       inserts: list[tuple], names: _Names) -> tuple[DataFile, ...]:
+    """A copy-on-write command's new files as PyIceberg writes them (profile key
+    ``separate_rewrites``): ``Transaction.delete`` rewrites each touched file apart into what it
+    keeps (none when every row goes), then ``overwrite``'s append writes the updated rows and
+    an upsert's append the inserted ones, each split by partition
+    (``_dataframe_to_data_files``). A concurrent validation names every one of them
+    (docs/conformance-mixed.md: a Spark MERGE's "Found conflicting files" named two files
+    where the model wrote one)."""
+    out: list[DataFile] = []
+    for path in touched:
+        kept = [r.values for r in by_file[path] if (path, r.position) not in changed]
+        out += _group_files(table, kept, names)
+    out += _group_files(table, [new for new in changed.values() if new is not None], names)
+    out += _group_files(table, list(inserts), names)
+    return tuple(out)
+
+
 def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
                       changed: dict) -> tuple[dict, Expr | None]:
     """PyIceberg's upsert (``Transaction.upsert``, pyiceberg/table/__init__.py, 0.12.0): a
@@ -276,14 +294,18 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     by_file: dict[str, list[RowVersion]] = defaultdict(list)
     for r in rows:
         by_file[r.path].append(r)
-    rewritten: list[tuple] = []
-    for path in touched:
-        for r in by_file[path]:
-            new = changed.get((path, r.position), r.values)
-            if new is not None:
-                rewritten.append(new)
-    rewritten.extend(inserts)
-    return Operation(ops.OVERWRITE, add_data=_group_files(table, rewritten, names),
+    if profile.separate_rewrites:
+        add = _separate_rewrites(table, touched, by_file, changed, inserts, names)
+    else:
+        rewritten: list[tuple] = []
+        for path in touched:
+            for r in by_file[path]:
+                new = changed.get((path, r.position), r.values)
+                if new is not None:
+                    rewritten.append(new)
+        rewritten.extend(inserts)
+        add = _group_files(table, rewritten, names)
+    return Operation(ops.OVERWRITE, add_data=add,
                      delete_data=tuple(live[p] for p in touched),
                      validations=_validations(rule, profile, cmd, (), where),
                      no_snapshot=empty and rule.empty == EMPTY_VALIDATE)

@@ -70,6 +70,10 @@ class Profile:
     source: str = ""
     # a retry that finds its own snapshot id already in the table stops, committed (PyIceberg)
     idempotent_retry: bool = False
+    # a copy-on-write command writes what it keeps of each rewritten file into a file of its
+    # own and its new rows into others (PyIceberg: overwrite = delete(filter), which rewrites
+    # each file apart, + append), instead of one file per partition with both
+    separate_rewrites: bool = False
 
     def rule(self, command: str) -> CommandRule:
         try:
@@ -132,8 +136,9 @@ def _parse_file(path: str) -> dict[str, Profile]:
     for name, node in profiles.items():
         node = ctx.mapping(node, f"profile {name}", profiles, name)
         ctx.keys(node, {"description", "engine", "isolation", "commands",
-                        "validate_on_first_attempt", "idempotent_retry"}, f"profile {name}")
-        for flag in ("validate_on_first_attempt", "idempotent_retry"):
+                        "validate_on_first_attempt", "idempotent_retry", "separate_rewrites"},
+                 f"profile {name}")
+        for flag in ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites"):
             if flag in node and not isinstance(node[flag], bool):
                 raise ctx.fail(f"profile {name}: {flag} must be true or false", node, flag)
         isolation = node.get("isolation", "none")
@@ -150,7 +155,8 @@ def _parse_file(path: str) -> dict[str, Profile]:
         out[str(name)] = Profile(str(name), str(node.get("description", "")),
                                  str(node.get("engine", "")), isolation, rules,
                                  bool(node.get("validate_on_first_attempt", True)), path,
-                                 bool(node.get("idempotent_retry", False)))
+                                 bool(node.get("idempotent_retry", False)),
+                                 bool(node.get("separate_rewrites", False)))
     return out
 
 

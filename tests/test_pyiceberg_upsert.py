@@ -41,3 +41,19 @@ def test_several_join_columns_filter_by_an_or_of_ands():
 def test_nothing_updated_has_no_filter():
     (changed, where), inserts = _plan(["id"], [(1, 1, "a")])
     assert changed == {} and where is None and inserts == []
+
+
+def test_separate_rewrites_write_kept_and_new_rows_apart():
+    """``separate_rewrites`` (the PyIceberg profiles): d1 keeps (1, 1, 'a') in a file of its
+    own, the updated row and the inserted one get files of their own; Java's layout (Spark
+    profiles) writes one file per partition with the kept and the updated rows."""
+    from icecheck.models.commands import _Names, _separate_rewrites
+    from icecheck.models.profiles import get_profile
+    assert get_profile("pyiceberg-0.12-serializable").separate_rewrites
+    assert not get_profile("spark-3.5-cow-serializable").separate_rewrites
+    (changed, _), inserts = _plan(["id"], [(2, 1, "x"), (9, 9, "n")])
+    by_file = {"d1": ROWS[:2], "d2": ROWS[2:]}
+    files = _separate_rewrites(TABLE, ["d1"], by_file, changed, inserts, _Names("w1", 1))
+    assert [(f.path, f.rows) for f in files] == [("w1-1-d1", ((1, 1, "a"),)),
+                                                 ("w1-1-d2", ((2, 1, "x"),)),
+                                                 ("w1-1-d3", ((9, 9, "n"),))]
