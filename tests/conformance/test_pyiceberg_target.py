@@ -73,6 +73,9 @@ OBSERVED = {
         [[1, 'a'], [2, 'a'], [3, 'x'], [3, 'y']]),
     'py-serializable-upsert-vs-upsert-present-key': ({'w1': 'committed', 'w2': 'validation_failed'},
         [[1, 'x'], [2, 'a']]),
+    'py-serializable-upsert-retry-validates-its-match-filter': (
+        {'w1': 'committed', 'w3': 'validation_failed', 'w5': 'noop'},
+        [[0, 'a'], [0, 'c'], [1, 'x'], [2, 'b']]),
     'py-snapshot-append-append': ({'w1': 'committed', 'w2': 'committed'},
         [[1, 'a'], [2, 'a'], [3, 'a'], [4, 'b']]),
     'py-snapshot-delete-partition-vs-append-part': ({'w1': 'committed', 'w2': 'committed'},
