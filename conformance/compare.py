@@ -54,7 +54,7 @@ DEFAULT_MODEL_VERSION = (1, 10)
 _ID_RE = re.compile(r"\b(snapshot|Snapshot|ancestor|ancestor of|snapshot id|Cannot expire)\s+-?\d+")
 
 
-_PARTITION_SET_RE = re.compile(r"(matching partitions \[)([^\]]*)(\])")
+_PARTITION_SET_RE = re.compile(r"(records matching (?:partitions )?\[)([^\]]*)(\])")
 # a manifest's path (RewriteManifests' "Deleted manifest %s could not be found ..."): the model's
 # and Java's manifest names differ by construction; which manifest is named is not compared
 _MANIFEST_RE = re.compile(r"(Deleted manifest )\S+\.avro\b")
