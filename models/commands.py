@@ -40,7 +40,7 @@ from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE
                             OVERWRITE_FILES,
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
-from .filters import (And, Cmp, Expr, In, IsNull, Or, TrueExpr, eval_row, might_match_file,
+from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_match_file,
                       must_match_file, or_)
 from .metadata import TableMetadata
 from .operations import Operation, Validations
@@ -120,11 +120,19 @@ def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:
     if bad:
         raise PlanError("dynamic partition overwrite: only identity partition transforms are "
                         f"supported, not {', '.join(bad)}")
+    return _equalities([f.source for f in spec.fields],
+                       {table.partition_of_row(r) for r in rows})
+
+
+def _equalities(columns: list[str], tuples) -> Expr:
+    """OR, over the distinct ``tuples`` in a fixed order (by repr), of AND over ``col = value``
+    (``col is null`` for a null): the filters PyIceberg builds from written partitions
+    (``_partition_predicate``) and from an upsert's keys (``_pyiceberg_upsert``)."""
     expr: Expr | None = None
-    for part in sorted({table.partition_of_row(r) for r in rows}, key=repr):
+    for values in sorted(set(tuples), key=repr):
         term: Expr | None = None
-        for f, value in zip(spec.fields, part):
-            p = IsNull(f.source) if value is None else Cmp("=", f.source, value)
+        for col, value in zip(columns, values):
+            p = IsNull(col) if value is None else Cmp("=", col, value)
             term = p if term is None else And(term, p)
         expr = term if expr is None else or_(expr, term)
     assert expr is not None
@@ -196,13 +204,7 @@ def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
         return changed, None
     if len(cmd.on) == 1:
         return changed, In(cmd.on[0], tuple(k[0] for k in keys))
-    expr: Expr | None = None
-    for k in keys:
-        conj: Expr = Cmp("=", cmd.on[0], k[0])
-        for col, v in zip(cmd.on[1:], k[1:]):
-            conj = And(conj, Cmp("=", col, v))
-        expr = conj if expr is None else Or(expr, conj)
-    return changed, expr
+    return changed, _equalities(list(cmd.on), keys)
 
 
 def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
