@@ -66,3 +66,10 @@ def test_case_insensitive_filter_validations():
     assert "1. OverwriteFiles.validateAddedFilesMatchOverwriteFilter: REPRODUCED" in out
     assert "2. RowDelta.validateDataFilesExist: REPRODUCED" in out
     assert "d1 deleted meanwhile: ValidationException: Cannot find field 'CATEGORY'" in out
+
+
+def test_null_partition_row_filter_delete():
+    out = _run("null_partition_row_filter_delete.py", "spark")
+    assert "Java API: REPRODUCED" in out
+    assert "partitioned by id : SELECT returns [(0, 'a')], DELETE leaves []" in out
+    assert "Spark SQL: REPRODUCED" in out
