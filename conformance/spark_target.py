@@ -20,7 +20,10 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
   retain_last => N)``, run whole at its commit event (the procedure decides what expires when
   it commits, and has no scan to pin)
 * a raw ``append`` / ``fast_append`` of files with rows (a scenario's set-up commit, a trace's
-  initial rows) -> INSERT of those rows, one statement per data file.
+  initial rows) -> INSERT of those rows: one statement (one commit, one manifest, as in the
+  model) when the table is partitioned and each file is its partition's only one (Spark then
+  writes one file per partition); otherwise one statement per data file, so that files stay
+  one to one with the model's (one commit each: the manifests differ from the model's).
 
 Ordering: a statement whose begin and commit are adjacent on the timeline runs synchronously.
 Otherwise it runs in its own thread with the gate UDF in its condition (``AND
@@ -212,13 +215,19 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
             raise NotExpressible(f"raw operation {intent.kind} is not SQL-level")
         if gate:
             raise NotExpressible("a raw append that overlaps another writer's commit")
-        out = []
         for f in intent.add_data:
             if not f.rows:
                 raise NotExpressible(f"data file {f.path} has no rows to INSERT")
-            out.append(f"INSERT INTO {name} "
-                       + _values_select(table, f.rows, hint="/*+ REPARTITION(1) */ "))
-        return out
+        partitions = [f.partition for f in intent.add_data]
+        if table.spec.fields and len(set(partitions)) == len(partitions):
+            # one file per partition: one INSERT writes exactly those files in one commit, so
+            # in one manifest, as the model's append does (a delete by row filter opens a
+            # manifest only when its partition range might match: ManifestEvaluator)
+            rows = [r for f in intent.add_data for r in f.rows]
+            return [f"INSERT INTO {name} "
+                    + _values_select(table, rows, hint="/*+ REPARTITION(1) */ ")]
+        return [f"INSERT INTO {name} " + _values_select(table, f.rows, hint="/*+ REPARTITION(1) */ ")
+                for f in intent.add_data]
     if not isinstance(intent, Command):
         raise NotExpressible(f"intent {intent!r} is not a SQL command")
     gate_sql = f"icecheck_gate('{gate}', `{names[0]}`)" if gate else None

@@ -41,7 +41,7 @@ from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_match_file,
-                      must_match_file, or_)
+                      must_match_strict_projection, or_)
 from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
@@ -440,9 +440,11 @@ def _metadata_delete(cmd, profile, table, store, snapshot) -> Operation | None:
 
     Spark 3.5 (OptimizeMetadataOnlyDeleteFromTable) asks the table first; Iceberg's
     SparkTable.canDeleteWhere -> canDeleteUsingMetadata (spark/v3.5 SparkTable.java, 1.10.2
-    lines 339-382): every data file the filter might match (partition projection and metrics)
-    must match it entirely (strict partition projection or StrictMetricsEvaluator); an empty set
-    qualifies. Then deleteWhere commits ``newDelete().deleteFromRowFilter(expr)``: a DeleteFiles
+    lines 339-382): every data file its scan plans for the filter (partition projection and
+    metrics) must match it entirely (the strict partition projection, evaluated nulls first, or
+    StrictMetricsEvaluator); an empty set qualifies (ExpressionUtil.selectsPartitions, checked
+    first there, answers true only where this does too). Then deleteWhere commits
+    ``newDelete().deleteFromRowFilter(expr)`` with the filter as written: a DeleteFiles
     with no validation, whose filter is applied again to the head it commits on (a concurrently
     added file that matches entirely is deleted too; one that matches in part fails "Cannot
     delete file where some, but not all, rows match filter"). Observed on Spark 3.5 + Iceberg
@@ -451,7 +453,7 @@ def _metadata_delete(cmd, profile, table, store, snapshot) -> Operation | None:
     for e in live_data_entries(store, snapshot):
         f = e.file
         args = (table.spec, f.partition, f.lower(), f.upper(), f.nulls(), f.record_count)
-        if might_match_file(where, *args) and not must_match_file(where, *args):
+        if might_match_file(where, *args) and not must_match_strict_projection(where, *args):
             return None
     return Operation(ops.DELETE_FILES, row_filter=where,
                      validations=_engine_only(profile))

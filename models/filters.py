@@ -75,12 +75,18 @@ __all__ = [
     "might_match_bounds",
     "might_match_file",
     "might_match_partition",
+    "must_match_bounds",
+    "must_match_file",
+    "must_match_strict_projection",
     "negate",
     "not_",
     "or_",
     "parse_filter",
     "project_inclusive",
+    "project_strict",
+    "residual_for",
     "rewrite_not",
+    "rows_might_match_file",
     "to_filter_text",
 ]
 
@@ -940,18 +946,12 @@ def _strict_in(pred: In, stats: _FileStats) -> bool:
     return lower == upper and lower in pred.values
 
 
-def _strict_eval(expr: Expr, stats: _FileStats, residual: Mapping[str, Any]) -> bool:
+def _strict_eval(expr: Expr, stats: _FileStats) -> bool:
+    """``StrictMetricsEvaluator`` on a ``not``-free expression: every row provably matches."""
     if isinstance(expr, TrueExpr):
         return True
     if isinstance(expr, FalseExpr):
         return False
-    if isinstance(expr, (Cmp, In, IsNull)):
-        # ResidualEvaluator: a strict projection of the predicate onto a partition field that
-        # holds for the file's partition value proves every row matches.
-        for field, value in residual.get(expr.column, ()):
-            projected = _project_strict(expr, field)
-            if projected is not None and _java_predicate(projected, {field.name: value}):
-                return True
     if isinstance(expr, IsNull):
         nulls = stats.null_counts.get(expr.column)
         if expr.negated:
@@ -962,9 +962,9 @@ def _strict_eval(expr: Expr, stats: _FileStats, residual: Mapping[str, Any]) -> 
     if isinstance(expr, In):
         return _strict_in(expr, stats)
     if isinstance(expr, And):
-        return _strict_eval(expr.left, stats, residual) and _strict_eval(expr.right, stats, residual)
+        return _strict_eval(expr.left, stats) and _strict_eval(expr.right, stats)
     if isinstance(expr, Or):
-        return _strict_eval(expr.left, stats, residual) or _strict_eval(expr.right, stats, residual)
+        return _strict_eval(expr.left, stats) or _strict_eval(expr.right, stats)
     raise TypeError(f"not a filter expression: {expr!r}")
 
 
@@ -992,22 +992,86 @@ def _project_strict(pred: Predicate, field: "PartitionField") -> Predicate | Non
     return None
 
 
+def _residual(expr: Expr, spec: "PartitionSpec", struct: Mapping[str, Any]) -> Expr:
+    if isinstance(expr, (TrueExpr, FalseExpr)):
+        return expr
+    if isinstance(expr, Not):
+        return not_(_residual(expr.child, spec, struct))
+    if isinstance(expr, And):
+        return and_(_residual(expr.left, spec, struct), _residual(expr.right, spec, struct))
+    if isinstance(expr, Or):
+        return or_(_residual(expr.left, spec, struct), _residual(expr.right, spec, struct))
+    # ResidualVisitor.predicate(BoundPredicate): per partition field of the column, in spec
+    # order, a strict projection that holds makes the predicate true, an inclusive one that
+    # fails makes it false; both are evaluated like Evaluator, nulls first.
+    for field in spec.fields:
+        if field.source != expr.column:
+            continue
+        strict = _project_strict(expr, field)
+        if strict is not None and _java_predicate(strict, struct):
+            return _TRUE
+        inclusive = _project_field(expr, field)
+        if inclusive is not None and not _java_predicate(inclusive, struct):
+            return _FALSE
+    return expr
+
+
+def residual_for(expr: Expr, spec: "PartitionSpec", partition: tuple) -> Expr:
+    """``ResidualEvaluator.of(spec, expr).residualFor(partition)``: what is left of ``expr`` to
+    check against a file's rows once its partition tuple is known.
+
+    Exactly Java's, surprises included: the projections are compared with the literal's
+    ``Comparators.nullsFirst()``, so on a null partition value ``id < 4``, ``id <= 4`` and
+    ``id != 4`` (identity) reduce to ``true``, although no row with a null ``id`` matches them
+    under SQL or under Iceberg's metrics evaluators (ResidualEvaluator.java, ``lt`` and
+    ``predicate``, 1.10.2 and main). ``deleteFromRowFilter`` then removes such a file whole:
+    the finding in reproducers/null_partition_row_filter_delete.py.
+    """
+    if not spec.fields:
+        return expr  # ResidualEvaluator.unpartitioned
+    return _residual(expr, spec, dict(zip(spec.names, partition, strict=True)))
+
+
 def must_match_file(expr: Expr, spec: "PartitionSpec", partition: tuple, lower: Mapping[str, Any],
                     upper: Mapping[str, Any], null_counts: Mapping[str, int],
                     record_count: int) -> bool:
     """True only when every row of the file provably matches ``expr`` (Java semantics).
 
-    Java's ``rowsMustMatch``: the partition residual is true (a strict projection of a
-    predicate through a partition transform holds for the file's partition value), or
-    ``StrictMetricsEvaluator`` proves it from the bounds.
+    ``ManifestFilterManager.PartitionAndMetricsEvaluator.rowsMustMatch``: the
+    ``StrictMetricsEvaluator`` of the file's partition residual (``residual_for``).
     """
+    return must_match_bounds(residual_for(expr, spec, partition), lower, upper, null_counts,
+                             record_count)
+
+
+def must_match_bounds(expr: Expr, lower: Mapping[str, Any], upper: Mapping[str, Any],
+                      null_counts: Mapping[str, int], record_count: int) -> bool:
+    """``StrictMetricsEvaluator.eval``: True only when the bounds and null counts prove that
+    every row matches (a file with no rows, or an unknown count, matches vacuously)."""
     if record_count <= 0:
         return True
-    residual: dict[str, list] = {}
-    for f, v in zip(spec.fields, partition):
-        residual.setdefault(f.source, []).append((f, v))
-    stats = _FileStats(lower, upper, null_counts, record_count)
-    return _strict_eval(rewrite_not(expr), stats, residual)
+    return _strict_eval(rewrite_not(expr), _FileStats(lower, upper, null_counts, record_count))
+
+
+def rows_might_match_file(expr: Expr, spec: "PartitionSpec", partition: tuple,
+                          lower: Mapping[str, Any], upper: Mapping[str, Any],
+                          null_counts: Mapping[str, int], record_count: int) -> bool:
+    """``PartitionAndMetricsEvaluator.rowsMightMatch``: the ``InclusiveMetricsEvaluator`` of
+    the file's partition residual. Unlike ``might_match_file`` (a scan's partition filter and
+    metrics on the whole filter), a residual of ``true`` lets any file through."""
+    return might_match_bounds(residual_for(expr, spec, partition), lower, upper, null_counts,
+                              record_count)
+
+
+def must_match_strict_projection(expr: Expr, spec: "PartitionSpec", partition: tuple,
+                                 lower: Mapping[str, Any], upper: Mapping[str, Any],
+                                 null_counts: Mapping[str, int], record_count: int) -> bool:
+    """Spark's per-file test in ``SparkTable.canDeleteUsingMetadata`` (spark/v3.5, 1.10.2
+    lines 341-382): ``Evaluator(Projections.strict(spec).project(expr))`` on the partition
+    tuple (nulls first), or ``StrictMetricsEvaluator(expr)`` on the whole filter."""
+    struct = dict(zip(spec.names, partition, strict=True))
+    return (eval_java(project_strict(expr, spec), struct)
+            or must_match_bounds(expr, lower, upper, null_counts, record_count))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1086,6 +1150,32 @@ def project_inclusive(expr: Expr, spec: PartitionSpec) -> Expr:
     E.g. ``id < 10`` with ``truncate[10]`` projects to ``ref(name="id_trunc") <= 0``.
     """
     return _project(rewrite_not(expr), spec)
+
+
+def _project_strict_tree(expr: Expr, spec: PartitionSpec) -> Expr:
+    if isinstance(expr, (Cmp, In, IsNull)):
+        # StrictProjection.predicate: OR of every partition field's strict projection of the
+        # predicate; no field (or none that projects) means false.
+        result: Expr = _FALSE
+        for field in spec.fields:
+            if field.source == expr.column:
+                projected = _project_strict(expr, field)
+                if projected is not None:
+                    result = or_(result, projected)
+        return result
+    if isinstance(expr, And):
+        return and_(_project_strict_tree(expr.left, spec), _project_strict_tree(expr.right, spec))
+    if isinstance(expr, Or):
+        return or_(_project_strict_tree(expr.left, spec), _project_strict_tree(expr.right, spec))
+    if isinstance(expr, (TrueExpr, FalseExpr)):
+        return expr
+    raise TypeError(f"cannot project {expr!r}; rewrite_not must run first")
+
+
+def project_strict(expr: Expr, spec: PartitionSpec) -> Expr:
+    """``Projections.strict(spec).project(expr)``: a filter on partition field names that holds
+    only for partitions every row of which matches ``expr``."""
+    return _project_strict_tree(rewrite_not(expr), spec)
 
 
 def might_match_partition(expr: Expr, spec: PartitionSpec, partition: tuple) -> bool:

@@ -17,8 +17,8 @@ from typing import Mapping
 
 from . import operations as ops
 from .files import DV, EQUALITY_DELETES, POSITION_DELETES, DataFile, DeleteFile, bounds_of
-from .filters import (FalseExpr, manifest_can_contain_any, might_match_file,
-                      might_match_manifest, must_match_file)
+from .filters import (FalseExpr, manifest_can_contain_any, might_match_manifest,
+                      must_match_file, rows_might_match_file)
 from .metadata import (ADDED, APPEND, BRANCH, DATA_MANIFEST, MAIN_BRANCH, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
                        TableMetadata)
@@ -171,16 +171,17 @@ class Produced:
 def _row_filter_deletes(table: TableConfig, op: Operation, f: DataFile) -> bool:
     """deleteFromRowFilter/overwriteByRowFilter: is this data file removed by the row filter?
 
-    As Java's ManifestFilterManager decides it, from metadata only: a file whose partition and
-    bounds prove no row can match is kept; one where every row provably matches (partition
-    residual or StrictMetricsEvaluator) is removed; otherwise the commit fails, since Iceberg
+    As Java's ManifestFilterManager decides it (PartitionAndMetricsEvaluator), from metadata
+    only: the filter is first reduced by the file's partition (``residual_for``, nulls-first
+    comparisons included); a file whose residual and bounds prove no row can match is kept; one
+    where every row provably matches is removed; otherwise the commit fails, since Iceberg
     cannot delete part of a file by metadata.
     """
     if op.row_filter is None:
         return False
     expr = op.row_filter
     args = (table.spec, f.partition, f.lower(), f.upper(), f.nulls(), f.record_count)
-    if not might_match_file(expr, *args):
+    if not rows_might_match_file(expr, *args):
         return False
     if must_match_file(expr, *args):
         return True
@@ -191,7 +192,8 @@ def _row_filter_deletes(table: TableConfig, op: Operation, f: DataFile) -> bool:
 
 def _row_filter_deletes_delete_file(table: TableConfig, op: Operation, d: DeleteFile) -> bool:
     """The row filter also applies to delete files, which are removed only when every row they
-    could delete provably matches (a partial match keeps them, unlike data files)."""
+    could delete provably matches (a partial match keeps them, unlike data files): Java's
+    ``markedForDelete || rowsMightMatch``, then ``rowsMustMatch``."""
     if op.row_filter is None:
         return False
     lower = upper = nulls = {}
@@ -199,7 +201,8 @@ def _row_filter_deletes_delete_file(table: TableConfig, op: Operation, d: Delete
     if d.content == EQUALITY_DELETES and d.equality_rows:
         lo, hi, nl = bounds_of(d.equality_columns, d.equality_rows)
         lower, upper, nulls, count = dict(lo), dict(hi), dict(nl), len(d.equality_rows)
-    return must_match_file(op.row_filter, table.spec, d.partition, lower, upper, nulls, count)
+    args = (table.spec, d.partition, lower, upper, nulls, count)
+    return rows_might_match_file(op.row_filter, *args) and must_match_file(op.row_filter, *args)
 
 
 class _ManifestWriter:

@@ -124,6 +124,28 @@ class Analysis:
         after = {e.file.path for e in h.live_files(h.lineage[position])[1]}
         return sorted(before - after)
 
+    def row_filter_removed(self, position: int, rows) -> Any:
+        """The row filter of the commit at lineage ``position`` when that commit removed data
+        files by it (``deleteFromRowFilter``, ``overwriteByRowFilter``: a raw operation, or a
+        command planned as one, like Spark's metadata-only DELETE) and the filter selects none
+        of ``rows`` under SQL's three-valued logic (it is false or, with a null, UNKNOWN);
+        else None. Such a row vanished because Iceberg decided from metadata that its whole
+        file matched: for a null partition value, ResidualEvaluator compares nulls first
+        (models/filters.py, ``residual_for``; docs/findings.md)."""
+        from icecheck.models.filters import eval_row3
+        h = self.history
+        op = h.lineage_ops[position] if 0 < position < len(h.lineage_ops) else None
+        if op is None:
+            return None
+        operation = op.record.operation if op.record is not None else op.intent
+        expr = getattr(operation, "row_filter", None)
+        if expr is None or not rows:
+            return None
+        names = h.model.config.table.schema.names
+        if any(eval_row3(expr, dict(zip(names, r))) is True for r in rows):
+            return None
+        return expr
+
     def who(self, label: str | None) -> str:
         """'w1 (UPDATE SET v = 'w1.1' WHERE id = 1, committed at seq 2)'."""
         op = self.op(label)

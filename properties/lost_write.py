@@ -10,6 +10,8 @@ no later committed operation that legitimately overwrote them.
 
 from __future__ import annotations
 
+from icecheck.models.filters import eval_row3, to_filter_text
+
 from .analysis import Analysis
 from .common import jsonable, rows_text
 from .violation import VIOLATION, Violation
@@ -77,16 +79,33 @@ def check_rows(a: Analysis) -> list[Violation]:
         missing = [r for r in m.expected if r not in m.actual]
         writers = sorted({m.origins.get(r) or "?" for r in missing})
         stale = bool(set(writers) & a.oracle.stale_ops)
+        details = {"level": "row", "key": jsonable(m.key), "op": m.responsible,
+                   "writers": writers, "lost_rows": jsonable(missing),
+                   "expected": jsonable(m.expected), "actual": jsonable(m.actual),
+                   "first_sequence_number": a.seq(m.position),
+                   "sequence_numbers": [a.seq(p) for p in m.positions],
+                   "based_on_lost_commit": stale}
+        why = "and no later committed operation overwrote it."
+        row_filter = a.row_filter_removed(m.position, missing)
+        if row_filter is not None:
+            # the commit that removed it deleted whole files by a row filter that does not
+            # select it: with a null in the filter's columns, Iceberg's nulls-first residual
+            names = a.history.model.config.table.schema.names
+            on_null = all(eval_row3(row_filter, dict(zip(names, r))) is None for r in missing)
+            text = to_filter_text(row_filter)
+            details["removed_by_row_filter"] = text
+            details["filter_unknown_on_null"] = on_null
+            remover = a.history.lineage_ops[m.position]
+            why = (f"and no committed operation overwrote it: {a.who(remover.label)} removed "
+                   f"its data file whole by the row filter {text}, which does not select "
+                   f"it" + (" (a null compared with a value is not true in SQL); Iceberg "
+                            "decided from the file's partition that every row matched, and "
+                            "its partition residual sorts a null below every value"
+                            if on_null else "") + ".")
         out.append(Violation(
             "lost_write",
             f"{a.who(m.responsible)} committed {a.key_text(m.key)} as {rows_text(missing)}, but "
             f"from seq {a.seq(m.position)} the table shows {rows_text(m.actual)} for that key, "
-            f"and no later committed operation overwrote it.",
-            VIOLATION,
-            {"level": "row", "key": jsonable(m.key), "op": m.responsible,
-             "writers": writers, "lost_rows": jsonable(missing),
-             "expected": jsonable(m.expected), "actual": jsonable(m.actual),
-             "first_sequence_number": a.seq(m.position),
-             "sequence_numbers": [a.seq(p) for p in m.positions],
-             "based_on_lost_commit": stale}))
+            f"{why}",
+            VIOLATION, details))
     return out

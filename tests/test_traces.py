@@ -258,7 +258,11 @@ def test_itf_export_carries_the_model_state_in_itf_encodings():
                 check_values(v, where)
 
     def untup(v):
-        return tuple(untup(x) for x in v["#tup"]) if isinstance(v, dict) and "#tup" in v else v
+        if isinstance(v, dict) and "#tup" in v:
+            return tuple(untup(x) for x in v["#tup"])
+        if v == {"#unserializable": "null"}:  # ITF has no null (a row of a null partition)
+            return None
+        return v
 
     paths = sorted(glob_mod.glob(os.path.join(ROOT, "traces", "*.json")))
     assert paths
