@@ -30,11 +30,14 @@ from icecheck.models.filters import (
     might_match_bounds,
     might_match_file,
     might_match_partition,
+    must_match_file,
     not_,
     or_,
     parse_filter,
     project_inclusive,
+    residual_for,
     rewrite_not,
+    rows_might_match_file,
     to_filter_text,
 )
 from icecheck.models.transforms import (
@@ -553,6 +556,54 @@ def test_file_pruning_is_sound(
             assert might_match_file(expr, spec, partition, lower, upper, nulls, len(file_rows))
 
 
+row_sets_without_nulls = st.lists(
+    st.fixed_dictionaries({"a": int_literals, "b": int_literals, "s": st.sampled_from(STRINGS)}),
+    min_size=1, max_size=5)
+
+
+@PROPERTY_SETTINGS
+@given(exprs, row_sets_without_nulls, specs, st.sets(st.sampled_from(COLUMNS)))
+def test_row_filter_delete_is_sound_without_nulls(
+    expr: Expr, all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]
+) -> None:
+    # deleteFromRowFilter's per-file decision (the partition residual, then the metrics
+    # evaluators): with no null anywhere, a file it removes holds only rows the filter selects,
+    # and a file holding a selected row is never skipped.
+    files: dict[tuple, list[dict[str, Any]]] = {}
+    for row in all_rows:
+        files.setdefault(spec.partition_of(row), []).append(row)
+    for partition, file_rows in files.items():
+        lower, upper, nulls = _stats(file_rows, hidden)
+        args = (spec, partition, lower, upper, nulls, len(file_rows))
+        if must_match_file(expr, *args):
+            assert all(eval_row(expr, row) for row in file_rows), str(residual_for(expr, spec, partition))
+        if any(eval_row(expr, row) for row in file_rows):
+            assert rows_might_match_file(expr, *args)
+
+
+def test_residual_keeps_what_the_partition_cannot_decide() -> None:
+    spec = parse_partition_spec(["identity(a)"])
+    expr = parse_filter("a < 4 and s = 'x'")
+    assert residual_for(expr, spec, (0,)) == Cmp("=", "s", "x")
+    assert isinstance(residual_for(expr, spec, (7,)), FalseExpr)
+    assert residual_for(expr, parse_partition_spec([]), ()) == expr  # unpartitioned
+
+
+def test_null_partition_file_is_removed_by_an_ordered_filter() -> None:
+    # Java 1.10.2 (scenario filters/null-partition-row-filter-delete): the residual of a < 4 on
+    # a null partition value is true, so deleteFromRowFilter removes the file whole; the scan's
+    # test (might_match_file) says no row of it can match.
+    spec = parse_partition_spec(["identity(a)"])
+    args = (spec, (None,), {}, {}, {"a": 1}, 1)
+    assert isinstance(residual_for(Cmp("<", "a", 4), spec, (None,)), TrueExpr)
+    assert must_match_file(Cmp("<", "a", 4), *args) and rows_might_match_file(Cmp("<", "a", 4), *args)
+    assert not might_match_file(Cmp("<", "a", 4), *args)
+    assert not rows_might_match_file(Cmp(">", "a", 4), *args)
+    # unpartitioned, the metrics decide: a file of nulls cannot match a < 4
+    flat = parse_partition_spec([])
+    assert not rows_might_match_file(Cmp("<", "a", 4), flat, (), {}, {}, {"a": 1}, 1)
+
+
 # --- exhaustive single predicates over the small domains ---------------------------------------
 # Random trees rarely hit one comparison's edge (a bound equal to the literal, a value in the
 # same truncate block as the literal), so every single predicate is also checked exhaustively.
@@ -632,3 +683,14 @@ def test_manifest_evaluator_on_partition_summaries():
     assert might_match_manifest(parse_filter("id != 3"), spec, [(None,)])
     assert might_match_manifest(parse_filter("id in (5, 100)"), spec, [(4,), (8,)])
     assert not might_match_manifest(parse_filter("id in (1, 100)"), spec, [(4,), (8,)])
+
+
+@pytest.mark.parametrize("column", sorted(DOMAINS))
+def test_residual_on_a_null_identity_partition_is_nulls_first(column: str) -> None:
+    # ResidualVisitor compares a null partition value with the literal's nulls-first comparator:
+    # on identity(column) every single predicate reduces to Java's Evaluator on a null value
+    # (null < x, null <= x, null != x, not in, is null: true; the rest false).
+    spec = parse_partition_spec([f"identity({column})"])
+    for pred in _all_predicates(column):
+        expected = TrueExpr if eval_java(pred, {column: None}) else FalseExpr
+        assert isinstance(residual_for(pred, spec, (None,)), expected), pred
