@@ -41,7 +41,7 @@ from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_match_file,
-                      must_match_strict_projection, or_)
+                      must_match_bounds, must_match_strict_projection, or_)
 from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
@@ -165,6 +165,25 @@ def _changes(table: TableConfig, cmd: Command, rows: list[RowVersion]):
     return changed, inserts
 
 
+def _drop_strict_matches(rows: list[RowVersion], live: dict, where: Expr, changed: dict) -> None:
+    """PyIceberg's ``Transaction.delete`` (also under ``overwrite`` and
+    ``dynamic_partition_overwrite``), profile key ``drop_strict_matches``: it first drops whole,
+    by metadata, every data file whose column metrics prove that all its rows match the filter
+    (``_DeleteFiles._compute_deletes``: ``_StrictMetricsEvaluator`` of the whole filter, no
+    partition residual; a negative record count never matches), and only then rewrites the
+    other files row by row with the complement of the filter (nulls kept). The metrics say a
+    column holding only nulls matches ``!=`` and ``not in`` (``visit_not_equal``,
+    ``visit_not_in``: "no row can have a value equal to the literal"), so such a file goes whole
+    although the row filter, and PyIceberg's own scan, keep its rows (scenario
+    pyiceberg/delete-not-equal-drops-null-only-file, PyIceberg-agreed)."""
+    drop = {path for path, f in live.items()
+            if f.record_count >= 0 and must_match_bounds(where, f.lower(), f.upper(), f.nulls(),
+                                                         f.record_count)}
+    for r in rows:
+        if r.path in drop:
+            changed[(r.path, r.position)] = None
+
+
 def _separate_rewrites(table: TableConfig, touched: list[str], by_file: dict, changed: dict,
                        inserts: list[tuple], names: _Names) -> tuple[DataFile, ...]:
     """A copy-on-write command's new files as PyIceberg writes them (profile key
@@ -265,8 +284,13 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
             where = TrueExpr()
         changed = {(r.path, r.position): None for r in rows if _matches(table, cmd, r.values, where)}
         inserts = list(cmd.rows)
+        if rule.drop_strict_matches:
+            _drop_strict_matches(rows, live, where, changed)
     else:
         changed, inserts = _changes(table, cmd, rows)
+        if rule.drop_strict_matches and cmd.kind == DELETE:
+            _drop_strict_matches(rows, live, cmd.where if cmd.where is not None else TrueExpr(),
+                                 changed)
         if cmd.kind == MERGE and rule.inserts == ops.FAST_APPEND:
             changed, where = _pyiceberg_upsert(table, cmd, rows, changed)
             if not changed and not inserts:

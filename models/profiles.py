@@ -36,6 +36,8 @@ ISOLATION_LEVELS = ("serializable", "snapshot", "none")
 #   noop      nothing at all (the command ends at its begin).
 EMPTY_SNAPSHOT, EMPTY_VALIDATE, EMPTY_NOOP = "snapshot", "validate", "noop"
 EMPTY_MODES = (EMPTY_SNAPSHOT, EMPTY_VALIDATE, EMPTY_NOOP)
+# the commands whose rule may set drop_strict_matches (those that delete by a filter)
+DROP_STRICT_COMMANDS = ("DELETE", "OVERWRITE", "OVERWRITE_PARTITIONS")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,11 @@ class CommandRule:
     # DELETE only: the engine deletes whole files by metadata when the filter selects them
     # (Spark's SparkTable.canDeleteWhere -> deleteWhere: a DeleteFiles with the row filter).
     metadata_delete: bool = False
+    # DELETE, OVERWRITE, OVERWRITE_PARTITIONS: before rewriting row by row, the engine drops
+    # whole every data file whose column metrics prove all its rows match the filter
+    # (PyIceberg's Transaction.delete: _DeleteFiles._compute_deletes, _StrictMetricsEvaluator
+    # of the whole filter, no partition residual).
+    drop_strict_matches: bool = False
 
     def summary(self) -> str:
         mode = f" ({self.mode})" if self.mode else ""
@@ -56,7 +63,9 @@ class CommandRule:
         ins = f"; unmatched inserts: {self.inserts}" if self.inserts else ""
         emp = f"; matching no row: {self.empty}" if self.empty != EMPTY_SNAPSHOT else ""
         md = "; whole files: DeleteFiles by metadata" if self.metadata_delete else ""
-        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}{emp}{md}"
+        drop = ("; drops files whose metrics match the filter whole"
+                if self.drop_strict_matches else "")
+        return f"{ops.JAVA_NAMES[self.operation]}{mode}: {vals}{ins}{emp}{md}{drop}"
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,8 @@ def profile_dirs() -> list[str]:
 
 def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     node = ctx.mapping(node, f"profile {profile}: {command}")
-    ctx.keys(node, {"operation", "mode", "validations", "inserts", "empty", "metadata_delete"},
-             f"profile {profile}: {command}")
+    ctx.keys(node, {"operation", "mode", "validations", "inserts", "empty", "metadata_delete",
+                    "drop_strict_matches"}, f"profile {profile}: {command}")
     op = node.get("operation")
     if op not in ops.KINDS:
         raise ctx.fail(f"profile {profile}: {command}: unknown operation {op!r}; expected one of "
@@ -123,7 +132,15 @@ def _parse_rule(ctx, node, profile: str, command: str) -> CommandRule:
     if not isinstance(md, bool) or (md and command != "DELETE"):
         raise ctx.fail(f"profile {profile}: {command}: metadata_delete is a DELETE option and "
                        f"must be true or false", node, "metadata_delete")
-    return CommandRule(op, mode, tuple(vals), inserts, empty, md)
+    drop = node.get("drop_strict_matches", False)
+    if not isinstance(drop, bool) or (drop and command not in DROP_STRICT_COMMANDS):
+        raise ctx.fail(f"profile {profile}: {command}: drop_strict_matches is an option of "
+                       f"{', '.join(DROP_STRICT_COMMANDS)} and must be true or false", node,
+                       "drop_strict_matches")
+    if drop and mode != COPY_ON_WRITE:
+        raise ctx.fail(f"profile {profile}: {command}: drop_strict_matches needs mode "
+                       f"{COPY_ON_WRITE}", node, "drop_strict_matches")
+    return CommandRule(op, mode, tuple(vals), inserts, empty, md, drop)
 
 
 def _parse_file(path: str) -> dict[str, Profile]:

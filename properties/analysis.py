@@ -7,7 +7,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from icecheck.models.commands_spec import MERGE_INSERT
+from icecheck.models.commands_spec import MERGE_INSERT, Command
+from icecheck.models.profiles import DROP_STRICT_COMMANDS
 from icecheck.models.system import Model, State, new_token
 
 from .history import History, Op, build_history, describe_intent
@@ -124,27 +125,33 @@ class Analysis:
         after = {e.file.path for e in h.live_files(h.lineage[position])[1]}
         return sorted(before - after)
 
-    def row_filter_removed(self, position: int, rows) -> Any:
-        """The row filter of the commit at lineage ``position`` when that commit removed data
-        files by it (``deleteFromRowFilter``, ``overwriteByRowFilter``: a raw operation, or a
-        command planned as one, like Spark's metadata-only DELETE) and the filter selects none
-        of ``rows`` under SQL's three-valued logic (it is false or, with a null, UNKNOWN);
-        else None. Such a row vanished because Iceberg decided from metadata that its whole
-        file matched: for a null partition value, ResidualEvaluator compares nulls first
-        (models/filters.py, ``residual_for``; docs/findings.md)."""
+    def filter_removed(self, position: int, rows) -> tuple[Any, str] | None:
+        """``(filter, how)`` when the commit at lineage ``position`` removed data files by a
+        filter that selects none of ``rows`` under SQL's three-valued logic (false or, with a
+        null, UNKNOWN); else None. ``how`` is ``row_filter`` for a delete by row filter
+        (``deleteFromRowFilter``, ``overwriteByRowFilter``: a raw operation, or a command
+        planned as one, like Spark's metadata-only DELETE), decided from the file's partition
+        residual, which compares nulls first (``filters.residual_for``), and ``metrics`` for a
+        command (DELETE, OVERWRITE) whose engine dropped whole a file its metrics say matches
+        (PyIceberg's delete: profile key ``drop_strict_matches``). docs/findings.md."""
         from icecheck.models.filters import eval_row3
         h = self.history
         op = h.lineage_ops[position] if 0 < position < len(h.lineage_ops) else None
-        if op is None:
+        if op is None or not rows:
             return None
         operation = op.record.operation if op.record is not None else op.intent
-        expr = getattr(operation, "row_filter", None)
-        if expr is None or not rows:
-            return None
+        expr, how = getattr(operation, "row_filter", None), "row_filter"
+        if expr is None:
+            # a command that deleted by its WHERE, planned as a copy-on-write rewrite: its rows
+            # go by SQL's logic, so a row it does not select went with a file dropped whole
+            if not (isinstance(op.intent, Command) and op.intent.kind in DROP_STRICT_COMMANDS
+                    and op.intent.where is not None):
+                return None
+            expr, how = op.intent.where, "metrics"
         names = h.model.config.table.schema.names
         if any(eval_row3(expr, dict(zip(names, r))) is True for r in rows):
             return None
-        return expr
+        return expr, how
 
     def who(self, label: str | None) -> str:
         """'w1 (UPDATE SET v = 'w1.1' WHERE id = 1, committed at seq 2)'."""

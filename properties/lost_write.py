@@ -10,7 +10,7 @@ no later committed operation that legitimately overwrote them.
 
 from __future__ import annotations
 
-from icecheck.models.filters import eval_row3, to_filter_text
+from icecheck.models.filters import TrueExpr, eval_row3, residual_for, to_filter_text
 
 from .analysis import Analysis
 from .common import jsonable, rows_text
@@ -86,22 +86,30 @@ def check_rows(a: Analysis) -> list[Violation]:
                    "sequence_numbers": [a.seq(p) for p in m.positions],
                    "based_on_lost_commit": stale}
         why = "and no later committed operation overwrote it."
-        row_filter = a.row_filter_removed(m.position, missing)
-        if row_filter is not None:
-            # the commit that removed it deleted whole files by a row filter that does not
-            # select it: with a null in the filter's columns, Iceberg's nulls-first residual
+        removed = a.filter_removed(m.position, missing)
+        if removed is not None:
+            # the commit that removed it dropped whole files by metadata, although its filter
+            # does not select the row: with a null in the filter's columns, a real Iceberg bug
+            expr, how = removed
             names = a.history.model.config.table.schema.names
-            on_null = all(eval_row3(row_filter, dict(zip(names, r))) is None for r in missing)
-            text = to_filter_text(row_filter)
+            on_null = all(eval_row3(expr, dict(zip(names, r))) is None for r in missing)
+            text = to_filter_text(expr)
             details["removed_by_row_filter"] = text
             details["filter_unknown_on_null"] = on_null
             remover = a.history.lineage_ops[m.position]
+            hint = ""
+            if on_null:
+                spec = a.history.model.config.table.spec
+                by_residual = how == "row_filter" and isinstance(
+                    residual_for(expr, spec, spec.partition_of(dict(zip(names, missing[0])))),
+                    TrueExpr)
+                hint = (" (a null compared with a value is not true in SQL); Iceberg decided from "
+                        + ("the file's partition that every row matched: its partition residual "
+                           "sorts a null below every value" if by_residual else
+                           "the file's column metrics that every row matched: a column holding "
+                           "only nulls is taken to match != and not in"))
             why = (f"and no committed operation overwrote it: {a.who(remover.label)} removed "
-                   f"its data file whole by the row filter {text}, which does not select "
-                   f"it" + (" (a null compared with a value is not true in SQL); Iceberg "
-                            "decided from the file's partition that every row matched, and "
-                            "its partition residual sorts a null below every value"
-                            if on_null else "") + ".")
+                   f"its data file whole by the filter {text}, which does not select it{hint}.")
         out.append(Violation(
             "lost_write",
             f"{a.who(m.responsible)} committed {a.key_text(m.key)} as {rows_text(missing)}, but "

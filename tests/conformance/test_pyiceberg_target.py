@@ -73,6 +73,10 @@ OBSERVED = {
         [[1, 'a'], [2, 'a'], [3, 'x'], [3, 'y']]),
     'py-serializable-upsert-vs-upsert-present-key': ({'w1': 'committed', 'w2': 'validation_failed'},
         [[1, 'x'], [2, 'a']]),
+    'py-serializable-delete-not-equal-drops-null-only-file': (
+        {'w1': 'committed', 'w2': 'committed'}, [[1, 0]]),
+    'py-serializable-delete-not-equal-keeps-null-in-shared-file': (
+        {'w1': 'committed', 'w2': 'committed'}, [[1, 0], [2, None]]),
     'py-serializable-upsert-retry-validates-its-match-filter': (
         {'w1': 'committed', 'w3': 'validation_failed', 'w5': 'noop'},
         [[0, 'a'], [0, 'c'], [1, 'x'], [2, 'b']]),

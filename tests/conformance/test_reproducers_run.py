@@ -73,3 +73,9 @@ def test_null_partition_row_filter_delete():
     assert "Java API: REPRODUCED" in out
     assert "partitioned by id : SELECT returns [(0, 'a')], DELETE leaves []" in out
     assert "Spark SQL: REPRODUCED" in out
+
+
+def test_pyiceberg_delete_not_equal_null_file():
+    out = _run("pyiceberg_delete_not_equal_null_file.py", "pyiceberg")
+    assert "partitioned  : scan(row_filter='day != 0') returns [(3, 7)]; after delete('day != 0') " \
+           "the table holds [(1, 0)]" in out
