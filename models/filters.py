@@ -1131,13 +1131,27 @@ def _project_predicate(pred: Predicate, spec: PartitionSpec) -> Expr:
     return result
 
 
-def _project(expr: Expr, spec: PartitionSpec) -> Expr:
+def _project_strict_predicate(pred: Predicate, spec: PartitionSpec) -> Expr:
+    # StrictProjection.predicate: OR of every partition field's strict projection of the
+    # predicate; no field (or none that projects) means false.
+    result: Expr = _FALSE
+    for field in spec.fields:
+        if field.source == pred.column:
+            projected = _project_strict(pred, field)
+            if projected is not None:
+                result = or_(result, projected)
+    return result
+
+
+def _project(expr: Expr, spec: PartitionSpec, leaf=_project_predicate) -> Expr:
+    """``BaseProjectionEvaluator``: project each predicate with ``leaf`` (the inclusive or the
+    strict projection of one predicate) and keep the and/or structure, folding constants."""
     if isinstance(expr, (Cmp, In, IsNull)):
-        return _project_predicate(expr, spec)
+        return leaf(expr, spec)
     if isinstance(expr, And):
-        return and_(_project(expr.left, spec), _project(expr.right, spec))
+        return and_(_project(expr.left, spec, leaf), _project(expr.right, spec, leaf))
     if isinstance(expr, Or):
-        return or_(_project(expr.left, spec), _project(expr.right, spec))
+        return or_(_project(expr.left, spec, leaf), _project(expr.right, spec, leaf))
     if isinstance(expr, (TrueExpr, FalseExpr)):
         return expr
     raise TypeError(f"cannot project {expr!r}; rewrite_not must run first")
@@ -1152,30 +1166,10 @@ def project_inclusive(expr: Expr, spec: PartitionSpec) -> Expr:
     return _project(rewrite_not(expr), spec)
 
 
-def _project_strict_tree(expr: Expr, spec: PartitionSpec) -> Expr:
-    if isinstance(expr, (Cmp, In, IsNull)):
-        # StrictProjection.predicate: OR of every partition field's strict projection of the
-        # predicate; no field (or none that projects) means false.
-        result: Expr = _FALSE
-        for field in spec.fields:
-            if field.source == expr.column:
-                projected = _project_strict(expr, field)
-                if projected is not None:
-                    result = or_(result, projected)
-        return result
-    if isinstance(expr, And):
-        return and_(_project_strict_tree(expr.left, spec), _project_strict_tree(expr.right, spec))
-    if isinstance(expr, Or):
-        return or_(_project_strict_tree(expr.left, spec), _project_strict_tree(expr.right, spec))
-    if isinstance(expr, (TrueExpr, FalseExpr)):
-        return expr
-    raise TypeError(f"cannot project {expr!r}; rewrite_not must run first")
-
-
 def project_strict(expr: Expr, spec: PartitionSpec) -> Expr:
     """``Projections.strict(spec).project(expr)``: a filter on partition field names that holds
     only for partitions every row of which matches ``expr``."""
-    return _project_strict_tree(rewrite_not(expr), spec)
+    return _project(rewrite_not(expr), spec, _project_strict_predicate)
 
 
 def might_match_partition(expr: Expr, spec: PartitionSpec, partition: tuple) -> bool:

@@ -541,17 +541,22 @@ def test_identity_projection_is_exact(expr: Expr, row: dict[str, Any]) -> None:
     assert might_match_partition(expr, spec, spec.partition_of(row)) is eval_java(expr, row)
 
 
+def _files(all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]):
+    """A data file holds rows of one partition: the rows grouped into files by partition, each
+    as (partition, rows, its stats)."""
+    files: dict[tuple, list[dict[str, Any]]] = {}
+    for row in all_rows:
+        files.setdefault(spec.partition_of(row), []).append(row)
+    return [(partition, file_rows, _stats(file_rows, hidden))
+            for partition, file_rows in files.items()]
+
+
 @PROPERTY_SETTINGS
 @given(exprs, row_sets, specs, st.sets(st.sampled_from(COLUMNS)))
 def test_file_pruning_is_sound(
     expr: Expr, all_rows: list[dict[str, Any]], spec: PartitionSpec, hidden: set[str]
 ) -> None:
-    # A data file holds rows of one partition: group the rows into files by partition.
-    files: dict[tuple, list[dict[str, Any]]] = {}
-    for row in all_rows:
-        files.setdefault(spec.partition_of(row), []).append(row)
-    for partition, file_rows in files.items():
-        lower, upper, nulls = _stats(file_rows, hidden)
+    for partition, file_rows, (lower, upper, nulls) in _files(all_rows, spec, hidden):
         if any(eval_row(expr, row) for row in file_rows):
             assert might_match_file(expr, spec, partition, lower, upper, nulls, len(file_rows))
 
@@ -569,11 +574,7 @@ def test_row_filter_delete_is_sound_without_nulls(
     # deleteFromRowFilter's per-file decision (the partition residual, then the metrics
     # evaluators): with no null anywhere, a file it removes holds only rows the filter selects,
     # and a file holding a selected row is never skipped.
-    files: dict[tuple, list[dict[str, Any]]] = {}
-    for row in all_rows:
-        files.setdefault(spec.partition_of(row), []).append(row)
-    for partition, file_rows in files.items():
-        lower, upper, nulls = _stats(file_rows, hidden)
+    for partition, file_rows, (lower, upper, nulls) in _files(all_rows, spec, hidden):
         args = (spec, partition, lower, upper, nulls, len(file_rows))
         if must_match_file(expr, *args):
             assert all(eval_row(expr, row) for row in file_rows), str(residual_for(expr, spec, partition))
