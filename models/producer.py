@@ -381,6 +381,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     # 1. Data manifests lose the files this operation deletes.
     delete_paths = {f.path for f in op.delete_data}
+    delete_partitions = {f.partition for f in op.delete_data}
     drop_partitions = ({f.partition for f in op.add_data}
                        if op.kind == ops.REPLACE_PARTITIONS else set())
     # ReplacePartitions on an unpartitioned table deletes by the row filter alwaysTrue().
@@ -406,9 +407,13 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
 
     def data_manifest_opened(m: Manifest) -> bool:
         """ManifestFilterManager.canContainDeletedFiles for a data manifest: a row filter opens
-        only the manifests whose partition summary might match it; once opened, every entry
-        is checked against it."""
-        return (op.row_filter is None or expression_opens(m) or bool(delete_paths)
+        only the manifests whose partition summary might match it, files deleted by object
+        (``deleteFile(DataFile)``: canContainDroppedFiles) only those that can contain their
+        partitions; once opened, every entry is checked against the row filter. (Which
+        manifests open matters only to a row filter: an opened manifest that loses nothing is
+        kept as it was. Java differential, seed 112601: a null-partition file in a manifest of
+        its own survives an overwrite by row filter that also deletes another file.)"""
+        return (op.row_filter is None or expression_opens(m) or partitions_open(m, delete_partitions)
                 or partitions_open(m, drop_partitions) or unpartitioned_replace)
 
     data_manifests, removed_data, n_removed_data = _filter_manifests(parent_data, data_doomed, mw,
