@@ -27,17 +27,24 @@ accepts the filter (its strict-projection ``Evaluator`` is nulls-first too), the
 no ``id IS NOT NULL`` is added. ``DataFrameWriterV2.overwrite(col("id") < 4)`` goes through
 ``overwriteByRowFilter``, the same code.
 
+A second way, on any table: ``StrictMetricsEvaluator.notEq`` (and ``notIn``) answer "every row
+matches" for a file whose column holds only nulls. So on an unpartitioned table where
+``(null, 'b')`` was inserted by a statement of its own, ``DELETE FROM t WHERE id != 0`` (no
+file holding id 0) is a metadata-only delete that removes it; the script shows that too.
+
 Needs only PySpark 3.5 and the Iceberg Spark runtime (no icecheck); it drives Iceberg's Java API
 through the Spark JVM, with a Hadoop catalog in a temporary folder:
     pip install pyspark==3.5.*
     python reproducers/null_partition_row_filter_delete.py   # fetches
         org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0 from Maven Central
     ICEBERG_SPARK_JARS=/path/a.jar,/path/b.jar python reproducers/null_partition_row_filter_delete.py
-Exit 0 when both reproduce: the Java API deletes the null row only when the table is
-partitioned, and Spark SQL's DELETE removes a row its own SELECT does not select.
+Exit 0 when all three reproduce: the Java API deletes the null row only when the table is
+partitioned, and Spark SQL's DELETE (``<`` on a partitioned table, ``!=`` on an unpartitioned
+one) removes a row its own SELECT does not select.
 
-icecheck: scenarios filters/null-partition-row-filter-delete (Java) and
-commands/spark-delete-null-partition-metadata-delete (Spark SQL); docs/findings.md.
+icecheck: scenarios filters/null-partition-row-filter-delete (Java),
+commands/spark-delete-null-partition-metadata-delete and
+commands/spark-delete-not-equal-null-only-file (Spark SQL); docs/findings.md.
 """
 
 import os
@@ -116,6 +123,20 @@ def _spark_sql(spark, partitioned) -> tuple:
     return selected, left
 
 
+def _spark_sql_not_equal(spark) -> tuple:
+    """An unpartitioned table, rows (7, 'c') and (null, 'b') inserted by two statements (two
+    files): what ``SELECT ... WHERE id != 0`` returns, then what ``DELETE ... WHERE id != 0``
+    leaves. StrictMetricsEvaluator.notEq takes a file whose id is all null to match id != 0."""
+    name = "ice.db.sql_not_equal"
+    spark.sql(f"CREATE TABLE {name} (id int, cat string) USING iceberg")
+    spark.sql(f"INSERT INTO {name} VALUES (7, 'c')")
+    spark.sql(f"INSERT INTO {name} VALUES (null, 'b')")
+    selected = [tuple(r) for r in spark.sql(f"SELECT id, cat FROM {name} WHERE id != 0").collect()]
+    spark.sql(f"DELETE FROM {name} WHERE id != 0")
+    left = [tuple(r) for r in spark.sql(f"SELECT id, cat FROM {name}").collect()]
+    return selected, left
+
+
 def main() -> int:
     warehouse = tempfile.mkdtemp(prefix="wh-")
     b = (SparkSession.builder.master("local[1]").appName("iceberg-null-partition-row-filter")
@@ -157,7 +178,13 @@ def main() -> int:
                     results[False] == ([(0, 'a')], [(None, 'b')]))
         print(f"Spark SQL: {'REPRODUCED' if sql_lost else 'NOT REPRODUCED'}: DELETE "
               f"{'removed (null, b), which its WHERE does not select' if sql_lost else 'kept (null, b)'}")
-        return 0 if java_lost and sql_lost else 1
+        selected, left = _spark_sql_not_equal(spark)
+        ne_lost = selected == [(7, 'c')] and left == []
+        print(f"Spark SQL, unpartitioned, INSERT (7, 'c'); INSERT (null, 'b'); SELECT/DELETE ... "
+              f"WHERE id != 0: SELECT returns {selected}, DELETE leaves {left}")
+        print(f"Spark SQL !=: {'REPRODUCED' if ne_lost else 'NOT REPRODUCED'}: DELETE "
+              f"{'removed (null, b), which its WHERE does not select' if ne_lost else 'kept (null, b)'}")
+        return 0 if java_lost and sql_lost and ne_lost else 1
     finally:
         spark.stop()
         shutil.rmtree(warehouse, ignore_errors=True)

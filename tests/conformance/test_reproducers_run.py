@@ -73,6 +73,7 @@ def test_null_partition_row_filter_delete():
     assert "Java API: REPRODUCED" in out
     assert "partitioned by id : SELECT returns [(0, 'a')], DELETE leaves []" in out
     assert "Spark SQL: REPRODUCED" in out
+    assert "Spark SQL !=: REPRODUCED" in out
 
 
 def test_pyiceberg_delete_not_equal_null_file():
