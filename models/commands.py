@@ -175,7 +175,7 @@ def _drop_strict_matches(rows: list[RowVersion], live: dict, where: Expr, change
     column holding only nulls matches ``!=`` and ``not in`` (``visit_not_equal``,
     ``visit_not_in``: "no row can have a value equal to the literal"), so such a file goes whole
     although the row filter, and PyIceberg's own scan, keep its rows (scenario
-    pyiceberg/delete-not-equal-drops-null-only-file, PyIceberg-agreed)."""
+    pyiceberg/serializable-delete-not-equal-drops-null-only-file, PyIceberg-agreed)."""
     drop = {path for path, f in live.items()
             if f.record_count >= 0 and must_match_bounds(where, f.lower(), f.upper(), f.nulls(),
                                                          f.record_count)}
