@@ -1069,9 +1069,10 @@ def must_match_strict_projection(expr: Expr, spec: "PartitionSpec", partition: t
     """Spark's per-file test in ``SparkTable.canDeleteUsingMetadata`` (spark/v3.5, 1.10.2
     lines 341-382): ``Evaluator(Projections.strict(spec).project(expr))`` on the partition
     tuple (nulls first), or ``StrictMetricsEvaluator(expr)`` on the whole filter."""
-    struct = dict(zip(spec.names, partition, strict=True))
-    return (eval_java(project_strict(expr, spec), struct)
-            or must_match_bounds(expr, lower, upper, null_counts, record_count))
+    if spec.fields and eval_java(project_strict(expr, spec),
+                                 dict(zip(spec.names, partition, strict=True))):
+        return True  # (unpartitioned, the strict projection is alwaysFalse)
+    return must_match_bounds(expr, lower, upper, null_counts, record_count)
 
 
 # --------------------------------------------------------------------------------------------
