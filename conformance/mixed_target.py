@@ -14,8 +14,9 @@ names, on the timeline the model laid out (``java_runner.build_plan``):
   ``commit_transaction()`` (``pyiceberg_target.PyWriter``).
 
 Compared: each operation's outcome; for a Spark writer's validation failure the whole message
-(file names normalised), for a PyIceberg writer's the kind of check (PyIceberg words its own
-messages); at the end the table's rows. Skipped, with the reason: writers whose profiles ask for
+(file names normalised), for a PyIceberg writer's the whole message where the model words it as
+PyIceberg does (the added and deleted data files checks, snapshot ids masked) and otherwise the
+kind of check (``pyiceberg_target.agree_on_failure``); at the end the table's rows. Skipped, with the reason: writers whose profiles ask for
 different isolation levels (one table has one ``write.*.isolation-level``), any engine but these
 two, and everything either target skips on its own (raw operations, phases, faults).
 """
@@ -294,9 +295,7 @@ def _judge(c: Comparison, run, plan: Plan, real: _Run, model_rows) -> None:
             elif outcome != op.outcome:
                 agree, note = False, f"outcome: model {op.outcome}, pyiceberg {outcome}"
             elif outcome == sm.VALIDATION_FAILED:
-                mk, pk = pyt.model_check_kind(op.check), pyt.pyiceberg_check_kind(message)
-                if mk != pk:
-                    note = f"check differs (detail): model {mk!r}, pyiceberg {pk!r}"
+                agree, note = pyt.agree_on_failure(op, message)
         if note:
             note = note.replace(", java ", f", {engine.rstrip('-')} ")
         c.ops.append(OpComparison(f"{op.label} [{engine.rstrip('-')}]", op.writer, kind,

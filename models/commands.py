@@ -99,6 +99,7 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
         deleted_data_files_by_filter="deleted_data_files_by_filter" in v,
         validate_on_first_attempt=profile.validate_on_first_attempt,
         idempotent_retry=profile.idempotent_retry,
+        pyiceberg_messages=profile.pyiceberg_messages,
     )
 
 
@@ -106,7 +107,8 @@ def _engine_only(profile: Profile) -> Validations:
     """No validation switch on, only the engine's commit behaviour (first-attempt validation,
     idempotent retry)."""
     return Validations(validate_on_first_attempt=profile.validate_on_first_attempt,
-                       idempotent_retry=profile.idempotent_retry)
+                       idempotent_retry=profile.idempotent_retry,
+                       pyiceberg_messages=profile.pyiceberg_messages)
 
 
 def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:

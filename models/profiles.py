@@ -83,6 +83,9 @@ class Profile:
     # own and its new rows into others (PyIceberg: overwrite = delete(filter), which rewrites
     # each file apart, + append), instead of one file per partition with both
     separate_rewrites: bool = False
+    # its validations fail with PyIceberg's messages where the model has them ("Added data files
+    # were found matching the filter for snapshots {...}!"), not Java's
+    pyiceberg_messages: bool = False
 
     def rule(self, command: str) -> CommandRule:
         try:
@@ -152,10 +155,11 @@ def _parse_file(path: str) -> dict[str, Profile]:
     profiles = ctx.mapping(doc.get("profiles"), "profiles", doc, "profiles")
     for name, node in profiles.items():
         node = ctx.mapping(node, f"profile {name}", profiles, name)
-        ctx.keys(node, {"description", "engine", "isolation", "commands",
-                        "validate_on_first_attempt", "idempotent_retry", "separate_rewrites"},
+        flags = ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites",
+                 "pyiceberg_messages")
+        ctx.keys(node, {"description", "engine", "isolation", "commands", *flags},
                  f"profile {name}")
-        for flag in ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites"):
+        for flag in flags:
             if flag in node and not isinstance(node[flag], bool):
                 raise ctx.fail(f"profile {name}: {flag} must be true or false", node, flag)
         isolation = node.get("isolation", "none")
@@ -173,7 +177,8 @@ def _parse_file(path: str) -> dict[str, Profile]:
                                  str(node.get("engine", "")), isolation, rules,
                                  bool(node.get("validate_on_first_attempt", True)), path,
                                  bool(node.get("idempotent_retry", False)),
-                                 bool(node.get("separate_rewrites", False)))
+                                 bool(node.get("separate_rewrites", False)),
+                                 bool(node.get("pyiceberg_messages", False)))
     return out
 
 

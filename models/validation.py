@@ -14,9 +14,9 @@ from urllib.parse import quote_plus
 from typing import Iterable, Mapping
 
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, bounds_of
-from .filters import Expr, might_match_file, might_match_partition, predicates
-from .metadata import (APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, ADDED, OVERWRITE,
-                       REPLACE, Manifest, ManifestEntry, Snapshot, TableMetadata)
+from .filters import Expr, might_match_bounds, might_match_file, might_match_partition, predicates
+from .metadata import (APPEND, DATA_MANIFEST, DELETE, DELETE_MANIFEST, DELETED, ADDED, EXISTING,
+                       OVERWRITE, REPLACE, Manifest, ManifestEntry, Snapshot, TableMetadata)
 from .table import TableConfig
 
 # Operation-name filters (MergingSnapshotProducer's static sets).
@@ -147,13 +147,38 @@ def _entries(window: Window) -> Iterable[ManifestEntry]:
                 yield e
 
 
-def validate_added_data_files(store, table, base, starting_id, expr, parent):
+def _py_conflict(check: str, what: str, window: Window, expr: ConflictFilter,
+                 statuses: tuple[str, ...]) -> ValidationFailed:
+    """PyIceberg's failure of ``_validate_added_data_files`` / ``_validate_deleted_data_files``
+    (pyiceberg/table/update/validate.py, 0.12): "{What} data files were found matching the
+    filter for snapshots {ids}!". Its entries are a generator, and ``if any(entries)`` consumes
+    the first before ``{e.snapshot_id for e in entries}`` is built, so the set holds the
+    snapshot ids of the conflicting entries after the first (``set()`` when there is one). They
+    come in PyIceberg's order: the window's manifests newest snapshot first, each entry whose
+    snapshot is in the window, of the statuses it reads (added: every live entry; deleted:
+    DELETED), kept by ``_InclusiveMetricsEvaluator`` alone (no partition projection). The model
+    decides *whether* the check fails as Java does (data_matches); only the message is
+    PyIceberg's. The ids are the model's; the PyIceberg target maps PyIceberg's to them."""
+    entries = [e for e in _entries(window) if e.status in statuses
+               and (expr is None or isinstance(expr, PartitionSet)
+                    or might_match_bounds(expr, e.file.lower(), e.file.upper(), e.file.nulls(),
+                                          e.file.record_count))]
+    ids = sorted({e.snapshot_id for e in entries[1:] if e.snapshot_id is not None})
+    shown = "{" + ", ".join(str(i) for i in ids) + "}" if ids else "set()"
+    return ValidationFailed(check, f"{what} data files were found matching the filter for "
+                                   f"snapshots {shown}!")
+
+
+def validate_added_data_files(store, table, base, starting_id, expr, parent, *,
+                              pyiceberg_messages: bool = False):
     """validateAddedDataFiles: no data file was ADDED in the window that could match ``expr``."""
     window = validation_history(store, base, starting_id, VALIDATE_ADDED_FILES_OPERATIONS,
                                 DATA_MANIFEST, parent)
     conflicts = [e.file.path for e in _entries(window)
                  if e.status == ADDED and data_matches(table, expr, e.file)]
     if conflicts:
+        if pyiceberg_messages:
+            raise _py_conflict("no_conflicting_data", "Added", window, expr, (ADDED, EXISTING))
         what = f"partitions {expr}" if isinstance(expr, PartitionSet) else fmt_filter(expr)
         raise ValidationFailed(
             "no_conflicting_data",
@@ -267,13 +292,16 @@ def validate_no_new_delete_files(store, table, base, starting_id, expr, parent):
             f"{fmt_paths(d.file.path for d in deletes)}")
 
 
-def validate_deleted_data_files(store, table, base, starting_id, expr, parent):
+def validate_deleted_data_files(store, table, base, starting_id, expr, parent, *,
+                                pyiceberg_messages: bool = False):
     """validateDeletedDataFiles: no data file matching ``expr`` was deleted in the window."""
     window = validation_history(store, base, starting_id, VALIDATE_DELETED_DATA_FILES_OPERATIONS,
                                 DATA_MANIFEST, parent)
     conflicts = [e.file.path for e in _entries(window)
                  if e.status == DELETED and data_matches(table, expr, e.file)]
     if conflicts:
+        if pyiceberg_messages:
+            raise _py_conflict("no_conflicting_deletes", "Deleted", window, expr, (DELETED,))
         verb = "apply to" if isinstance(expr, PartitionSet) else "contain"
         raise ValidationFailed(
             "no_conflicting_deletes",

@@ -71,3 +71,64 @@ def test_manifest_paths_are_masked_and_parallel_filtering_names_any_conflict():
     op.check = "conflict"
     assert not _agree(op, "validation_failed",
                       "Cannot commit file that conflicts with existing partition: id_bucket=0")[0]
+
+
+def test_pyiceberg_worded_failures_are_compared_whole():
+    """The checks the model words as PyIceberg does are compared whole, snapshot ids masked
+    (PyIceberg's are random); the others by kind of check, a difference only noted."""
+    from types import SimpleNamespace
+
+    from icecheck.conformance.pyiceberg_target import agree_on_failure, mask_snapshot_ids
+
+    added = "Added data files were found matching the filter for snapshots {1003, 1004}!"
+    real = ("Added data files were found matching the filter for snapshots "
+            "{8123456789012345678, 12345678901234}!")
+    assert mask_snapshot_ids(added) == mask_snapshot_ids(real)
+    op = SimpleNamespace(message=added, check="no_conflicting_data")
+    assert agree_on_failure(op, real) == (True, None)
+    one = "Added data files were found matching the filter for snapshots {8123456789012345678}!"
+    agree, note = agree_on_failure(op, one)                       # one id fewer: disagree
+    assert not agree and "pyiceberg" in note
+    empty = SimpleNamespace(message=added.replace("{1003, 1004}", "set()"), check="no_conflicting_data")
+    assert agree_on_failure(empty, "Added data files were found matching the filter for snapshots "
+                                   "set()!") == (True, None)
+    deleted = "Deleted data files were found matching the filter for snapshots set()!"
+    assert not agree_on_failure(empty, deleted)[0]                # another check, same shape
+    # a check the model still words as Java does: the kind is compared, a difference noted
+    java_worded = SimpleNamespace(message="Missing required files to delete: d1",
+                                  check="missing_delete_paths")
+    assert agree_on_failure(java_worded, "Data files were concurrently deleted: ['x']") == (True, None)
+    agree, note = agree_on_failure(java_worded, deleted)
+    assert agree and note.startswith("check differs")
+
+
+def test_model_words_pyiceberg_conflicts_as_pyiceberg_does(tmp_path):
+    """PyIceberg's set misses the first conflicting entry (its generator was started by any()):
+    set() for one conflicting file, the later ones' snapshots for more; Java's wording stays
+    for the Spark profiles."""
+    from icecheck.scenarios.format import load_scenario
+    from icecheck.scenarios.runner import run_scenario
+
+    def failure(profile, inserts):
+        steps = ["  - begin: w1", "    command: {sql: DELETE, where: \"id = 1\"}"]
+        for i in range(inserts):
+            steps += [f"  - begin: i{i}", f"    command: {{sql: INSERT, rows: [[1, x{i}]]}}",
+                      f"  - commit: i{i}"]
+        steps += ["  - commit: w1"]
+        text = "\n".join(["version: 1", "id: t", f"profile: {profile}",
+                          "table: {schema: {id: int, v: string}}",
+                          "files: {d1: {rows: [[1, a], [2, b]]}}", "steps:",
+                          "  - commit: {op: append, add: [d1]}", *steps])
+        path = tmp_path / f"{profile}-{inserts}.yaml"
+        path.write_text(text + "\n", encoding="utf-8")
+        result = run_scenario(load_scenario(str(path)))
+        return [s for s in result.steps if s.writer == "w1" and s.outcome != "committed"][-1]
+
+    one = failure("pyiceberg-0.12-serializable", 1)
+    assert one.message == "Added data files were found matching the filter for snapshots set()!"
+    two = failure("pyiceberg-0.12-serializable", 2)
+    # the newest snapshot's file is met first; the set holds the older insert's snapshot
+    assert two.message.startswith("Added data files were found matching the filter for snapshots {")
+    assert two.message.count(",") == 0 and two.message != one.message
+    spark = failure("spark-3.5-cow-serializable", 1)
+    assert spark.message.startswith("Found conflicting files that can contain records matching")
