@@ -218,16 +218,15 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         for f in intent.add_data:
             if not f.rows:
                 raise NotExpressible(f"data file {f.path} has no rows to INSERT")
+        batches = [list(f.rows) for f in intent.add_data]
         partitions = [f.partition for f in intent.add_data]
         if table.spec.fields and len(set(partitions)) == len(partitions):
             # one file per partition: one INSERT writes exactly those files in one commit, so
             # in one manifest, as the model's append does (a delete by row filter opens a
             # manifest only when its partition range might match: ManifestEvaluator)
-            rows = [r for f in intent.add_data for r in f.rows]
-            return [f"INSERT INTO {name} "
-                    + _values_select(table, rows, hint="/*+ REPARTITION(1) */ ")]
-        return [f"INSERT INTO {name} " + _values_select(table, f.rows, hint="/*+ REPARTITION(1) */ ")
-                for f in intent.add_data]
+            batches = [[r for rows in batches for r in rows]]
+        return [f"INSERT INTO {name} " + _values_select(table, rows, hint="/*+ REPARTITION(1) */ ")
+                for rows in batches]
     if not isinstance(intent, Command):
         raise NotExpressible(f"intent {intent!r} is not a SQL command")
     gate_sql = f"icecheck_gate('{gate}', `{names[0]}`)" if gate else None

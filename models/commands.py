@@ -286,18 +286,16 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
             where = TrueExpr()
         changed = {(r.path, r.position): None for r in rows if _matches(table, cmd, r.values, where)}
         inserts = list(cmd.rows)
-        if rule.drop_strict_matches:
-            _drop_strict_matches(rows, live, where, changed)
     else:
         changed, inserts = _changes(table, cmd, rows)
-        if rule.drop_strict_matches and cmd.kind == DELETE:
-            _drop_strict_matches(rows, live, cmd.where if cmd.where is not None else TrueExpr(),
-                                 changed)
         if cmd.kind == MERGE and rule.inserts == ops.FAST_APPEND:
             changed, where = _pyiceberg_upsert(table, cmd, rows, changed)
             if not changed and not inserts:
                 # every key matched a row already as given: no overwrite, no append, no commit
                 raise NothingToDo(f"{cmd} changes no row at snapshot {base.current_snapshot_id}")
+    if rule.drop_strict_matches:
+        # (a copy-on-write DELETE, OVERWRITE or OVERWRITE_PARTITIONS: profiles.py checks it)
+        _drop_strict_matches(rows, live, where if where is not None else TrueExpr(), changed)
     empty = not changed and not inserts
     if empty and rule.empty == EMPTY_NOOP:
         raise NothingToDo(f"{cmd} matches no row at snapshot {base.current_snapshot_id}")

@@ -158,7 +158,8 @@ def _py_conflict(check: str, what: str, window: Window, expr: ConflictFilter,
     snapshot is in the window, of the statuses it reads (added: every live entry; deleted:
     DELETED), kept by ``_InclusiveMetricsEvaluator`` alone (no partition projection). The model
     decides *whether* the check fails as Java does (data_matches); only the message is
-    PyIceberg's. The ids are the model's; the PyIceberg target maps PyIceberg's to them."""
+    PyIceberg's. The ids are the model's; the PyIceberg target masks both sides' ids
+    (``pyiceberg_target.mask_snapshot_ids``), so how many there are is what is compared."""
     entries = [e for e in _entries(window) if e.status in statuses
                and (expr is None or isinstance(expr, PartitionSet)
                     or might_match_bounds(expr, e.file.lower(), e.file.upper(), e.file.nulls(),

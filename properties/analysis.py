@@ -125,8 +125,8 @@ class Analysis:
         after = {e.file.path for e in h.live_files(h.lineage[position])[1]}
         return sorted(before - after)
 
-    def filter_removed(self, position: int, rows) -> tuple[Any, str] | None:
-        """``(filter, how)`` when the commit at lineage ``position`` removed data files by a
+    def filter_removed(self, position: int, rows) -> tuple[Any, str, bool] | None:
+        """``(filter, how, on_null)`` when the commit at lineage ``position`` removed data files by a
         filter that selects none of ``rows`` under SQL's three-valued logic (false or, with a
         null, UNKNOWN); else None. ``how`` is ``row_filter`` for a delete by row filter
         (``deleteFromRowFilter``, ``overwriteByRowFilter``: a raw operation, or a command
@@ -149,9 +149,11 @@ class Analysis:
                 return None
             expr, how = op.intent.where, "metrics"
         names = h.model.config.table.schema.names
-        if any(eval_row3(expr, dict(zip(names, r))) is True for r in rows):
+        results = [eval_row3(expr, dict(zip(names, r))) for r in rows]
+        if any(r is True for r in results):
             return None
-        return expr, how
+        # on_null: the filter is UNKNOWN, not false, for every row (a null in its columns)
+        return expr, how, all(r is None for r in results)
 
     def who(self, label: str | None) -> str:
         """'w1 (UPDATE SET v = 'w1.1' WHERE id = 1, committed at seq 2)'."""

@@ -10,7 +10,7 @@ no later committed operation that legitimately overwrote them.
 
 from __future__ import annotations
 
-from icecheck.models.filters import TrueExpr, eval_row3, residual_for, to_filter_text
+from icecheck.models.filters import TrueExpr, residual_for, to_filter_text
 
 from .analysis import Analysis
 from .common import jsonable, rows_text
@@ -90,19 +90,17 @@ def check_rows(a: Analysis) -> list[Violation]:
         if removed is not None:
             # the commit that removed it dropped whole files by metadata, although its filter
             # does not select the row: with a null in the filter's columns, a real Iceberg bug
-            expr, how = removed
-            names = a.history.model.config.table.schema.names
-            on_null = all(eval_row3(expr, dict(zip(names, r))) is None for r in missing)
+            expr, how, on_null = removed
             text = to_filter_text(expr)
             details["removed_by_row_filter"] = text
             details["filter_unknown_on_null"] = on_null
             remover = a.history.lineage_ops[m.position]
             hint = ""
             if on_null:
-                spec = a.history.model.config.table.spec
+                table = a.history.model.config.table
+                row = dict(zip(table.schema.names, missing[0]))
                 by_residual = how == "row_filter" and isinstance(
-                    residual_for(expr, spec, spec.partition_of(dict(zip(names, missing[0])))),
-                    TrueExpr)
+                    residual_for(expr, table.spec, table.spec.partition_of(row)), TrueExpr)
                 hint = (" (a null compared with a value is not true in SQL); Iceberg decided from "
                         + ("the file's partition that every row matched: its partition residual "
                            "sorts a null below every value" if by_residual else
