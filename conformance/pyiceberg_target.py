@@ -40,7 +40,7 @@ MERGE with ``where``, the ``last_writer_wins`` catalog and fault steps.
 
 Comparing (docs/conformance-pyiceberg.md): per operation the **outcome** must be equal; when both
 failed validation, the **whole message** where the model words it as PyIceberg does (the added
-and deleted data files checks, profile key ``pyiceberg_messages``; snapshot ids masked), and for
+and deleted data files checks, profile key ``pyiceberg_validation``; snapshot ids masked), and for
 the other checks, which the model still words as Java does, the *kind of check* (added data /
 deleted data / new deletes / files gone / history) with a difference only noted (``detail``). At the end the **rows** of the
 current snapshot must be equal (data files are PyIceberg's own names, so live files cannot be
@@ -131,7 +131,7 @@ _PY_MESSAGE_KIND = (
 )
 
 
-# The checks whose failure the model words as PyIceberg does (profile key pyiceberg_messages;
+# The checks whose failure the model words as PyIceberg does (profile key pyiceberg_validation;
 # models/validation.py, _py_conflict): compared whole, the rest by kind of check.
 _PY_WORDED = ("Added data files were found matching", "Deleted data files were found matching")
 _SNAPSHOT_SET_RE = re.compile(r"\{[^{}]*\}")

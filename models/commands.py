@@ -99,7 +99,7 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
         deleted_data_files_by_filter="deleted_data_files_by_filter" in v,
         validate_on_first_attempt=profile.validate_on_first_attempt,
         idempotent_retry=profile.idempotent_retry,
-        pyiceberg_messages=profile.pyiceberg_messages,
+        pyiceberg_validation=profile.pyiceberg_validation,
     )
 
 
@@ -108,7 +108,7 @@ def _engine_only(profile: Profile) -> Validations:
     idempotent retry)."""
     return Validations(validate_on_first_attempt=profile.validate_on_first_attempt,
                        idempotent_retry=profile.idempotent_retry,
-                       pyiceberg_messages=profile.pyiceberg_messages)
+                       pyiceberg_validation=profile.pyiceberg_validation)
 
 
 def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:

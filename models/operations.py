@@ -94,9 +94,10 @@ class Validations:
     # against its conflict filter even without a row filter (Java needs overwriteByRowFilter)
     deleted_data_files_by_filter: bool = field(default=False,
                                                metadata={"digest_omit_default": True})
-    # PyIceberg: the added/deleted data files checks fail with PyIceberg's messages (fixed by the
-    # writer's profile, like idempotent_retry)
-    pyiceberg_messages: bool = field(default=False, metadata={"digest_omit": True})
+    # PyIceberg: the conflict checks follow pyiceberg/table/update/validate.py (the conflict
+    # filter on each file's metrics alone, no partition projection; PyIceberg's messages for
+    # the added/deleted data files checks); fixed by the writer's profile, like idempotent_retry
+    pyiceberg_validation: bool = field(default=False, metadata={"digest_omit": True})
     # ReplacePartitions.validateAppendOnly(): failAnyDelete on both filter managers
     append_only: bool = field(default=False, metadata={"digest_omit_default": True})
 

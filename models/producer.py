@@ -85,7 +85,7 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
     v = op.validations
     expr = v.filter
     args = (store, table, base, starting_id)
-    py = {"pyiceberg_messages": v.pyiceberg_messages}
+    py = {"pyiceberg": v.pyiceberg_validation}
     if op.kind == ops.OVERWRITE:
         # BaseOverwriteFiles keeps rowFilter() = Expressions.alwaysFalse() until
         # overwriteByRowFilter is called, and tests `rowFilter() != Expressions.alwaysFalse()`:
@@ -104,11 +104,11 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
         if v.no_conflicting_deletes:
             if row_filter is not None:
                 f = expr if expr is not None else row_filter
-                validate_no_new_delete_files(*args, f, parent)
+                validate_no_new_delete_files(*args, f, parent, **py)
                 validate_deleted_data_files(*args, f, parent, **py)
             elif v.deleted_data_files_by_filter and expr is not None:
                 # PyIceberg's _validate_concurrency: its delete predicate is checked whenever set
-                validate_no_new_delete_files(*args, expr, parent)
+                validate_no_new_delete_files(*args, expr, parent, **py)
                 validate_deleted_data_files(*args, expr, parent, **py)
             if op.delete_data:
                 validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent)

@@ -83,9 +83,11 @@ class Profile:
     # own and its new rows into others (PyIceberg: overwrite = delete(filter), which rewrites
     # each file apart, + append), instead of one file per partition with both
     separate_rewrites: bool = False
-    # its validations fail with PyIceberg's messages where the model has them ("Added data files
-    # were found matching the filter for snapshots {...}!"), not Java's
-    pyiceberg_messages: bool = False
+    # its conflict checks are PyIceberg's (pyiceberg/table/update/validate.py): the conflict
+    # filter is evaluated on each file's metrics alone, with no partition projection, and they
+    # fail with PyIceberg's messages where the model has them ("Added data files were found
+    # matching the filter for snapshots {...}!"), not Java's
+    pyiceberg_validation: bool = False
 
     def rule(self, command: str) -> CommandRule:
         try:
@@ -156,7 +158,7 @@ def _parse_file(path: str) -> dict[str, Profile]:
     for name, node in profiles.items():
         node = ctx.mapping(node, f"profile {name}", profiles, name)
         flags = ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites",
-                 "pyiceberg_messages")
+                 "pyiceberg_validation")
         ctx.keys(node, {"description", "engine", "isolation", "commands", *flags},
                  f"profile {name}")
         for flag in flags:
@@ -178,7 +180,7 @@ def _parse_file(path: str) -> dict[str, Profile]:
                                  bool(node.get("validate_on_first_attempt", True)), path,
                                  bool(node.get("idempotent_retry", False)),
                                  bool(node.get("separate_rewrites", False)),
-                                 bool(node.get("pyiceberg_messages", False)))
+                                 bool(node.get("pyiceberg_validation", False)))
     return out
 
 

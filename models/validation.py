@@ -147,23 +147,45 @@ def _entries(window: Window) -> Iterable[ManifestEntry]:
                 yield e
 
 
-def _py_conflict(check: str, what: str, window: Window, expr: ConflictFilter,
-                 statuses: tuple[str, ...]) -> ValidationFailed:
+def _py_matches(expr: ConflictFilter, f: DataFile | DeleteFile) -> bool:
+    """PyIceberg's ``_filter_manifest_entries`` (pyiceberg/table/update/validate.py, 0.12):
+    the conflict filter is evaluated by ``_InclusiveMetricsEvaluator`` on the entry's file
+    alone: no partition projection (Java's ``data_matches`` / ``delete_matches`` project it on
+    the file's partition first). So a file of another bucket whose bounds span the filter's
+    value conflicts in PyIceberg and not in Java
+    (scenarios/builtin/pyiceberg/serializable-delete-vs-insert-other-bucket-bounds-overlap.yaml),
+    and a delete file holds no bounds of the table's columns unless it is an equality delete
+    (its equality columns'): every position delete file and DV conflicts, whatever its
+    partition ("partition_set is None, so any concurrently committed delete file counts as a
+    conflict even in unrelated partitions", ``_SnapshotProducer._validate_concurrency``)."""
+    if expr is None or isinstance(expr, PartitionSet):
+        return True
+    if isinstance(f, DeleteFile):
+        if f.content == EQUALITY_DELETES and f.equality_rows:
+            lower, upper, nulls = bounds_of(f.equality_columns, f.equality_rows)
+            return might_match_bounds(expr, dict(lower), dict(upper), dict(nulls),
+                                      f.record_count)
+        return might_match_bounds(expr, {}, {}, {}, f.record_count)
+    return might_match_bounds(expr, f.lower(), f.upper(), f.nulls(), f.record_count)
+
+
+def _py_entries(window: Window, expr: ConflictFilter, statuses: tuple[str, ...]) -> list:
+    """The entries PyIceberg finds in conflict, in its order: the window's manifests newest
+    snapshot first, each entry whose snapshot is in the window and whose status is one the
+    check reads (added data files: every live entry, ``fetch_manifest_entry`` discarding
+    DELETED ones; deleted data files: DELETED; added delete files: ADDED), kept by
+    ``_py_matches``."""
+    return [e for e in _entries(window) if e.status in statuses and _py_matches(expr, e.file)]
+
+
+def _py_conflict(check: str, what: str, entries: list) -> ValidationFailed:
     """PyIceberg's failure of ``_validate_added_data_files`` / ``_validate_deleted_data_files``
-    (pyiceberg/table/update/validate.py, 0.12): "{What} data files were found matching the
-    filter for snapshots {ids}!". Its entries are a generator, and ``if any(entries)`` consumes
-    the first before ``{e.snapshot_id for e in entries}`` is built, so the set holds the
-    snapshot ids of the conflicting entries after the first (``set()`` when there is one). They
-    come in PyIceberg's order: the window's manifests newest snapshot first, each entry whose
-    snapshot is in the window, of the statuses it reads (added: every live entry; deleted:
-    DELETED), kept by ``_InclusiveMetricsEvaluator`` alone (no partition projection). The model
-    decides *whether* the check fails as Java does (data_matches); only the message is
-    PyIceberg's. The ids are the model's; the PyIceberg target masks both sides' ids
+    over its conflicting ``entries`` (``_py_entries``): "{What} data files were found matching
+    the filter for snapshots {ids}!". Its entries are a generator, and ``if any(entries)``
+    consumes the first before ``{e.snapshot_id for e in entries}`` is built, so the set holds
+    the snapshot ids of the conflicting entries after the first (``set()`` when there is
+    one). The ids are the model's; the PyIceberg target masks both sides' ids
     (``pyiceberg_target.mask_snapshot_ids``), so how many there are is what is compared."""
-    entries = [e for e in _entries(window) if e.status in statuses
-               and (expr is None or isinstance(expr, PartitionSet)
-                    or might_match_bounds(expr, e.file.lower(), e.file.upper(), e.file.nulls(),
-                                          e.file.record_count))]
     ids = sorted({e.snapshot_id for e in entries[1:] if e.snapshot_id is not None})
     shown = "{" + ", ".join(str(i) for i in ids) + "}" if ids else "set()"
     return ValidationFailed(check, f"{what} data files were found matching the filter for "
@@ -171,15 +193,19 @@ def _py_conflict(check: str, what: str, window: Window, expr: ConflictFilter,
 
 
 def validate_added_data_files(store, table, base, starting_id, expr, parent, *,
-                              pyiceberg_messages: bool = False):
-    """validateAddedDataFiles: no data file was ADDED in the window that could match ``expr``."""
+                              pyiceberg: bool = False):
+    """validateAddedDataFiles: no data file was ADDED in the window that could match ``expr``.
+    ``pyiceberg``: PyIceberg's ``_validate_added_data_files`` (``_py_entries``)."""
     window = validation_history(store, base, starting_id, VALIDATE_ADDED_FILES_OPERATIONS,
                                 DATA_MANIFEST, parent)
+    if pyiceberg:
+        entries = _py_entries(window, expr, (ADDED, EXISTING))
+        if entries:
+            raise _py_conflict("no_conflicting_data", "Added", entries)
+        return
     conflicts = [e.file.path for e in _entries(window)
                  if e.status == ADDED and data_matches(table, expr, e.file)]
     if conflicts:
-        if pyiceberg_messages:
-            raise _py_conflict("no_conflicting_data", "Added", window, expr, (ADDED, EXISTING))
         what = f"partitions {expr}" if isinstance(expr, PartitionSet) else fmt_filter(expr)
         raise ValidationFailed(
             "no_conflicting_data",
@@ -281,10 +307,21 @@ def validate_no_new_deletes_for_data_files(store, table, base, starting_id, expr
                 f"Cannot commit, found new delete for replaced data file: {f.path}")
 
 
-def validate_no_new_delete_files(store, table, base, starting_id, expr, parent):
-    """validateNoNewDeleteFiles: no delete file added in the window could match ``expr``."""
-    deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
-                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS)
+def validate_no_new_delete_files(store, table, base, starting_id, expr, parent, *,
+                                 pyiceberg: bool = False):
+    """validateNoNewDeleteFiles: no delete file added in the window could match ``expr``.
+    ``pyiceberg``: PyIceberg's ``_validate_no_new_delete_files`` (``_added_delete_files``):
+    the ADDED delete entries of the window's snapshots, by ``_py_matches`` (no partition)."""
+    if pyiceberg:
+        if table.format_version < 2:
+            return
+        window = validation_history(store, base, starting_id,
+                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS, DELETE_MANIFEST,
+                                    parent)
+        deletes = _py_entries(window, expr, (ADDED,))
+    else:
+        deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
+                                        VALIDATE_ADDED_DELETE_FILES_OPERATIONS)
     if deletes:
         what = fmt_filter(expr)
         raise ValidationFailed(
@@ -294,15 +331,19 @@ def validate_no_new_delete_files(store, table, base, starting_id, expr, parent):
 
 
 def validate_deleted_data_files(store, table, base, starting_id, expr, parent, *,
-                                pyiceberg_messages: bool = False):
-    """validateDeletedDataFiles: no data file matching ``expr`` was deleted in the window."""
+                                pyiceberg: bool = False):
+    """validateDeletedDataFiles: no data file matching ``expr`` was deleted in the window.
+    ``pyiceberg``: PyIceberg's ``_validate_deleted_data_files`` (``_py_entries``)."""
     window = validation_history(store, base, starting_id, VALIDATE_DELETED_DATA_FILES_OPERATIONS,
                                 DATA_MANIFEST, parent)
+    if pyiceberg:
+        entries = _py_entries(window, expr, (DELETED,))
+        if entries:
+            raise _py_conflict("no_conflicting_deletes", "Deleted", entries)
+        return
     conflicts = [e.file.path for e in _entries(window)
                  if e.status == DELETED and data_matches(table, expr, e.file)]
     if conflicts:
-        if pyiceberg_messages:
-            raise _py_conflict("no_conflicting_deletes", "Deleted", window, expr, (DELETED,))
         verb = "apply to" if isinstance(expr, PartitionSet) else "contain"
         raise ValidationFailed(
             "no_conflicting_deletes",

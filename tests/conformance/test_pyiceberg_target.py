@@ -106,6 +106,10 @@ OBSERVED = {
         [[1, 'a'], [2, 'a'], [3, 'x'], [3, 'y']]),
     'py-snapshot-upsert-vs-upsert-present-key': ({'w1': 'committed', 'w2': 'validation_failed'},
         [[1, 'x'], [2, 'a']]),
+    # bucket(2, id): PyIceberg's conflict filter reads the new file's bounds [4, 10] alone
+    'py-serializable-delete-vs-insert-other-bucket-bounds-overlap': (
+        {'w1': 'validation_failed', 'w2': 'committed'},
+        [[1, 'a'], [10, 'b'], [4, 'b'], [5, 'a']]),
 }
 
 
