@@ -221,7 +221,12 @@ def parse_transform(text: str) -> tuple[Transform, str]:
         raise ValueError(f"invalid partition transform {text!r}: not a string; {_USAGE}")
     match = _CALL_RE.match(text)
     if match is None:
-        raise ValueError(f"invalid partition transform {text!r}; {_USAGE}")
+        hint = ""
+        if "(" in text and ")" not in text:
+            # YAML splits a flow list at its commas: [bucket(2, id)] is "bucket(2" and "id)"
+            hint = (" (in a YAML [...] list a transform with a comma must be quoted: "
+                    "['bucket(2, id)'])")
+        raise ValueError(f"invalid partition transform {text!r}; {_USAGE}{hint}")
     kind = match.group("kind").lower()
     args = [arg.strip() for arg in match.group("args").split(",")] if match.group("args") else []
     if kind not in TRANSFORM_KINDS:

@@ -170,6 +170,8 @@ def test_parse_transform() -> None:
         ("day(ts)", "unknown partition transform 'day'"),
         ("identity", "expected identity(col)"),
         ("", "expected identity(col)"),
+        # what YAML leaves of an unquoted [bucket(2, id)]
+        ("bucket(2", "must be quoted: ['bucket(2, id)']"),
     ],
 )
 def test_parse_transform_errors_are_clear(text: str, fragment: str) -> None:
