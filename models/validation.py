@@ -134,10 +134,17 @@ def delete_matches(table: TableConfig, expr: ConflictFilter, f: DeleteFile) -> b
     if isinstance(expr, PartitionSet):
         return f.partition in expr.partitions
     if f.content == EQUALITY_DELETES and f.equality_rows:
-        lower, upper, nulls = bounds_of(f.equality_columns, f.equality_rows)
-        return might_match_file(expr, table.spec, f.partition, dict(lower), dict(upper),
-                                dict(nulls), f.record_count)
+        lower, upper, nulls = _equality_bounds(f)
+        return might_match_file(expr, table.spec, f.partition, lower, upper, nulls,
+                                f.record_count)
     return might_match_partition(expr, table.spec, f.partition)
+
+
+def _equality_bounds(d: DeleteFile) -> tuple[dict, dict, dict]:
+    """(lower bounds, upper bounds, null counts) of an equality delete file's equality columns:
+    the metrics its writer records, the only ones it has of the table's columns."""
+    lower, upper, nulls = bounds_of(d.equality_columns, d.equality_rows)
+    return dict(lower), dict(upper), dict(nulls)
 
 
 def _entries(window: Window) -> Iterable[ManifestEntry]:
@@ -162,9 +169,7 @@ def _py_matches(expr: ConflictFilter, f: DataFile | DeleteFile) -> bool:
         return True
     if isinstance(f, DeleteFile):
         if f.content == EQUALITY_DELETES and f.equality_rows:
-            lower, upper, nulls = bounds_of(f.equality_columns, f.equality_rows)
-            return might_match_bounds(expr, dict(lower), dict(upper), dict(nulls),
-                                      f.record_count)
+            return might_match_bounds(expr, *_equality_bounds(f), f.record_count)
         return might_match_bounds(expr, {}, {}, {}, f.record_count)
     return might_match_bounds(expr, f.lower(), f.upper(), f.nulls(), f.record_count)
 
@@ -212,12 +217,17 @@ def validate_added_data_files(store, table, base, starting_id, expr, parent, *,
             f"Found conflicting files that can contain records matching {what}: {fmt_paths(conflicts)}")
 
 
-def _added_delete_entries(store, table, base, starting_id, expr, parent, operations) -> list[ManifestEntry]:
+def _added_delete_entries(store, table, base, starting_id, expr, parent, operations, *,
+                          pyiceberg: bool = False) -> list[ManifestEntry]:
     """Java's addedDeleteFiles(): live delete entries of manifests written in the window whose
-    data sequence number is above the starting snapshot's (no per-entry snapshot filter)."""
+    data sequence number is above the starting snapshot's (no per-entry snapshot filter).
+    ``pyiceberg``: PyIceberg's ``_added_delete_files``: the ADDED delete entries of the
+    window's snapshots, by ``_py_matches`` (no partition)."""
     if table.format_version < 2:
         return []
     window = validation_history(store, base, starting_id, operations, DELETE_MANIFEST, parent)
+    if pyiceberg:
+        return _py_entries(window, expr, (ADDED,))
     start_seq = starting_sequence_number(base, starting_id)
     return [e for m in window.manifests for e in m.entries
             if e.is_live and e.data_sequence_number > start_seq
@@ -260,8 +270,7 @@ def _equality_bounds_overlap(d: DeleteFile, data_file: DataFile) -> bool:
       (scenarios/builtin/regressions/equality-delete-zero-rows-cannot-apply.yaml);
     * otherwise, where both files have bounds, disjoint ranges mean no match.
     """
-    d_lower, d_upper, d_nulls = (dict(x) for x in bounds_of(d.equality_columns,
-                                                            d.equality_rows))
+    d_lower, d_upper, d_nulls = _equality_bounds(d)
     d_count = len(d.equality_rows)
     f_lower, f_upper, f_nulls = data_file.lower(), data_file.upper(), data_file.nulls()
     f_count = data_file.record_count
@@ -310,18 +319,9 @@ def validate_no_new_deletes_for_data_files(store, table, base, starting_id, expr
 def validate_no_new_delete_files(store, table, base, starting_id, expr, parent, *,
                                  pyiceberg: bool = False):
     """validateNoNewDeleteFiles: no delete file added in the window could match ``expr``.
-    ``pyiceberg``: PyIceberg's ``_validate_no_new_delete_files`` (``_added_delete_files``):
-    the ADDED delete entries of the window's snapshots, by ``_py_matches`` (no partition)."""
-    if pyiceberg:
-        if table.format_version < 2:
-            return
-        window = validation_history(store, base, starting_id,
-                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS, DELETE_MANIFEST,
-                                    parent)
-        deletes = _py_entries(window, expr, (ADDED,))
-    else:
-        deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
-                                        VALIDATE_ADDED_DELETE_FILES_OPERATIONS)
+    ``pyiceberg``: PyIceberg's ``_validate_no_new_delete_files``."""
+    deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
+                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS, pyiceberg=pyiceberg)
     if deletes:
         what = fmt_filter(expr)
         raise ValidationFailed(
