@@ -323,7 +323,8 @@ def _run_random_mixed(module, n: int, seed: int | None, allowlist, as_json: bool
                   + ", ".join(f"{k} {v}" for k, v in sorted(res.statuses.items())))
         if res.skip_reasons:
             out.print("skipped: " + "; ".join(f"{k} ({v})" for k, v in res.skip_reasons.items()))
-        out.print(f"commands compared: {doc['commands_compared']}; wall {doc['wall_seconds']} s")
+        out.print(f"commands compared: {doc['commands_compared']}; tables compared: "
+                  f"{doc['shapes_compared']}; wall {doc['wall_seconds']} s")
     sys.exit(EXIT_FAILED if res.disagreements else EXIT_OK)
 
 

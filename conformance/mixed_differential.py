@@ -2,12 +2,16 @@
 model and on ONE real table written by real Spark and real PyIceberg (``mixed_target``).
 
 ``mixed_scenario_docs()`` is a Hypothesis strategy for scenario documents
-(docs/scenario-format.md) of the shape real pipelines have: a table ``(id int, v string)``
-holding a bystander row and key 1 in one file, a Spark writer and a PyIceberg writer
+(docs/scenario-format.md) of the shape real pipelines have: a table, drawn from three shapes
+(``SHAPES``): unpartitioned ``(id int, v string)`` holding a bystander row and key 1 in one
+file, or ``(id int, cat string, v string)`` partitioned by ``identity(cat)`` or
+``bucket(2, id)`` with one file per partition; a Spark writer and a PyIceberg writer
 (``writer_profiles``; which of w1/w2 is Spark is drawn) on a pair of profiles with one isolation
 level (one table has one ``write.*.isolation-level``), format v2 (PyIceberg 0.12 cannot write
 v3), each running one command from INSERT,
-DELETE, UPDATE and MERGE on key 1 or 2 (present or absent), in a drawn begin/commit order.
+DELETE, UPDATE and MERGE on a present or an absent key (on a table with ``cat``, a DELETE or
+UPDATE may be scoped to a partition: ``cat = 'a' AND id = 1``, or ``cat = 'a'``), in a drawn
+begin/commit order.
 Every document goes through the real scenario parser, so a drawn scenario is a YAML file you
 can run (``icecheck conform --target mixed FILE``).
 
@@ -44,38 +48,102 @@ KINDS = ("INSERT", "DELETE", "UPDATE", "MERGE")
 ORDERS = (("b1", "c1", "b2", "c2"), ("b1", "b2", "c1", "c2"), ("b1", "b2", "c2", "c1"))
 
 
-def _command(kind: str, key: int, tag: str) -> dict:
+@dataclass(frozen=True)
+class Shape:
+    """A table shape: its schema, partition spec and set-up files (one per partition), and the
+    keys commands target, each with the ``cat`` its row has (None: the table has no ``cat``)."""
+    name: str
+    schema: dict
+    spec: tuple
+    files: dict
+    keys: dict          # key -> cat of its row; present keys are in ``files``, others absent
+
+    @property
+    def has_cat(self) -> bool:
+        return "cat" in self.schema
+
+
+# unpartitioned: the first shape, as before (a bystander row 0 and key 1 in one file)
+UNPARTITIONED = Shape("unpartitioned", {"id": "int", "v": "string"}, (),
+                      {"d1": [[0, "v0"], [1, "v0"]]}, {1: None, 2: None})
+# identity(cat): partition a holds 0 and key 1, partition b holds 3 and 4; key 2 is absent
+# (its rows go to partition a or b, drawn)
+IDENTITY = Shape("identity", {"id": "int", "cat": "string", "v": "string"}, ("identity(cat)",),
+                 {"d1": [[0, "a", "v0"], [1, "a", "v0"]], "d2": [[3, "b", "v0"], [4, "b", "v0"]]},
+                 {1: "a", 3: "b", 2: None})
+# bucket(2, id) (Iceberg's murmur3 bucket: 0, 1, 2, 4 -> 0; 3, 5 -> 1): bucket 0 holds 0 and
+# key 1, bucket 1 holds 3 and 5, so its bounds [3, 5] span the absent key 4 of bucket 0 (what
+# PyIceberg's metrics-only conflict filter sees); key 2 is absent and outside every file's bounds
+BUCKET = Shape("bucket", {"id": "int", "cat": "string", "v": "string"}, ("bucket(2, id)",),
+               {"d1": [[0, "a", "v0"], [1, "a", "v0"]], "d2": [[3, "b", "v0"], [5, "b", "v0"]]},
+               {1: "a", 3: "b", 2: "a", 4: "a"})
+SHAPES = (UNPARTITIONED, IDENTITY, BUCKET)
+
+
+def _row(shape: Shape, key: int, cat: str | None, tag: str) -> list:
+    return [key, cat, tag] if shape.has_cat else [key, tag]
+
+
+def _where(draw, shape: Shape, key: int, cat: str | None) -> str:
+    """``id = key``, or (tables with ``cat``) scoped to the key's cat, or the whole cat."""
+    if not shape.has_cat:
+        return f"id = {key}"
+    form = draw(st.sampled_from(("id", "cat and id", "cat")))
+    if form == "id":
+        return f"id = {key}"
+    if form == "cat and id":
+        return f"cat = '{cat}' AND id = {key}"
+    return f"cat = '{cat}'"
+
+
+@st.composite
+def _command(draw, shape: Shape, tag: str) -> dict:
+    kind = draw(st.sampled_from(KINDS))
+    key = draw(st.sampled_from(tuple(shape.keys)))
+    cat = shape.keys[key]
+    if cat is None and shape.has_cat:                   # an absent key: either partition
+        cat = draw(st.sampled_from(("a", "b")))
     if kind == "INSERT":
-        return {"sql": "INSERT", "rows": [[key, tag]]}
+        return {"sql": "INSERT", "rows": [_row(shape, key, cat, tag)]}
     if kind == "DELETE":
-        return {"sql": "DELETE", "where": f"id = {key}"}
+        return {"sql": "DELETE", "where": _where(draw, shape, key, cat)}
     if kind == "UPDATE":
-        return {"sql": "UPDATE", "where": f"id = {key}", "set": {"v": tag}}
-    return {"sql": "MERGE", "on": ["id"], "rows": [[key, tag]]}
+        return {"sql": "UPDATE", "where": _where(draw, shape, key, cat), "set": {"v": tag}}
+    return {"sql": "MERGE", "on": ["id"], "rows": [_row(shape, key, cat, tag)]}
 
 
 @st.composite
 def mixed_scenario_docs(draw) -> dict:
+    shape = draw(st.sampled_from(SHAPES))
     spark, py = draw(st.sampled_from(PAIRS))
     spark_writer = draw(st.sampled_from(("w1", "w2")))
     profiles = {spark_writer: spark, ("w2" if spark_writer == "w1" else "w1"): py}
-    commands = {w: _command(draw(st.sampled_from(KINDS)), draw(st.sampled_from((1, 2))),
-                            f"{w}-{'spark' if p == spark else 'py'}")
+    commands = {w: draw(_command(shape, f"{w}-{'spark' if p == spark else 'py'}"))
                 for w, p in sorted(profiles.items())}
     order = draw(st.sampled_from(ORDERS))
     first = draw(st.sampled_from(("w1", "w2")))         # who begins first
     name = {"1": first, "2": "w2" if first == "w1" else "w1"}
-    steps: list[dict] = [{"commit": {"op": "append", "add": ["d1"]}}]
+    steps: list[dict] = [{"commit": {"op": "append", "add": sorted(shape.files)}}]
     for ev in order:
         w = name[ev[1]]
         steps.append({"begin": w, "command": commands[w]} if ev[0] == "b" else {"commit": w})
+    table: dict = {"format_version": 2, "schema": dict(shape.schema)}
+    if shape.spec:
+        table["partition_spec"] = list(shape.spec)
     return {"version": 1, "id": "random-mixed",
-            "description": f"random mixed-engine scenario: {spark_writer} on Spark",
+            "description": f"random mixed-engine scenario ({shape.name} table): "
+                           f"{spark_writer} on Spark",
             "profile": profiles["w1"], "writer_profiles": {"w2": profiles["w2"]},
             # format v2 only: PyIceberg 0.12 cannot write v3 ("Writing V3 is not yet supported")
-            "table": {"format_version": 2, "schema": {"id": "int", "v": "string"}},
-            "files": {"d1": {"rows": [[0, "v0"], [1, "v0"]]}},
+            "table": table,
+            "files": {f: {"rows": [list(r) for r in rows]} for f, rows in shape.files.items()},
             "steps": steps}
+
+
+def doc_shape(doc: dict) -> str:
+    """The table shape a drawn document has: unpartitioned, identity or bucket."""
+    spec = doc["table"].get("partition_spec") or ()
+    return next((s.name for s in SHAPES if tuple(spec) == s.spec), "other")
 
 
 @dataclass
@@ -85,6 +153,7 @@ class MixedDifferentialResult:
     statuses: Counter = field(default_factory=Counter)
     skip_reasons: Counter = field(default_factory=Counter)
     kinds: Counter = field(default_factory=Counter)       # "INSERT+MERGE" compared
+    shapes: Counter = field(default_factory=Counter)      # "identity" compared
     disagreements: list[tuple[dict, Comparison]] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -99,6 +168,7 @@ class MixedDifferentialResult:
                 "statuses": dict(self.statuses), "compared": self.compared,
                 "skip_reasons": dict(self.skip_reasons.most_common()),
                 "commands_compared": dict(sorted(self.kinds.items())),
+                "shapes_compared": dict(sorted(self.shapes.items())),
                 "disagreements": [{"differences": c.differences, "yaml": doc_yaml(d)}
                                   for d, c in self.disagreements],
                 "saved": self.saved, "wall_seconds": round(self.wall_seconds, 1),
@@ -144,6 +214,7 @@ def run_mixed_differential(n: int, seed: int, *, allowlist=None, save_dir: str |
             res.skip_reasons[(c.reason or "").split(":")[0][:80]] += 1
         else:
             res.kinds[_kinds(doc)] += 1
+            res.shapes[doc_shape(doc)] += 1
         if c.status in (DISAGREE, ERROR):
             res.disagreements.append((doc, c))
             if save_dir:
@@ -162,5 +233,6 @@ def run_mixed_differential(n: int, seed: int, *, allowlist=None, save_dir: str |
     return res
 
 
-__all__ = ["mixed_scenario_docs", "run_mixed_differential", "MixedDifferentialResult",
+__all__ = ["mixed_scenario_docs", "doc_shape", "SHAPES", "run_mixed_differential",
+           "MixedDifferentialResult",
            "AGREE", "ALLOWED"]
