@@ -14,7 +14,8 @@ names, on the timeline the model laid out (``java_runner.build_plan``):
   ``commit_transaction()`` (``pyiceberg_target.PyWriter``).
 
 Compared: each operation's outcome; for a Spark writer's validation failure the whole message
-(file names normalised), for a PyIceberg writer's the whole message where the model words it as
+(file names normalised; the ``not_null`` conjuncts Spark's optimizer adds to a conflict filter
+allowed as the spark target allows them, ``spark_target.spark_agree``), for a PyIceberg writer's the whole message where the model words it as
 PyIceberg does (the added and deleted data files checks, snapshot ids masked) and otherwise the
 kind of check (``pyiceberg_target.agree_on_failure``); at the end the table's rows. Skipped, with the reason: writers whose profiles ask for
 different isolation levels (one table has one ``write.*.isolation-level``), any engine but these
@@ -39,7 +40,7 @@ from icecheck.scenarios.errors import InputError
 from . import pyiceberg_target as pyt
 from . import spark_target as spt
 from .compare import (AGREE, DISAGREE, SKIPPED, AllowEntry, Comparison, OpComparison,
-                      _agree, apply_allowlist, scenario_on_model, trace_on_model)
+                      apply_allowlist, scenario_on_model, trace_on_model)
 from .java_runner import NOT_RUN, Plan, build_plan
 
 NAME = "mixed"
@@ -286,8 +287,8 @@ def _judge(c: Comparison, run, plan: Plan, real: _Run, model_rows) -> None:
         outcome, message = real.outcomes[(op.writer, op.index)]
         engine = _engine(run.profile_of(op.writer))
         kind = op.operation.kind if op.operation is not None else None
-        if engine == SPARK:
-            agree, note = _agree(op, outcome, message)
+        if engine == SPARK:     # as the spark target judges it (inferred not_null conjuncts)
+            agree, note = spt.spark_agree(op, outcome, message)
         else:
             agree, note = True, None
             if outcome == NOT_RUN:

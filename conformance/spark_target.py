@@ -773,15 +773,22 @@ def inferred_not_null_only(model_message: str | None, spark_message: str | None
                   f"(Catalyst InferFiltersFromConstraints), otherwise equal: spark {sk!r}")
 
 
+def spark_agree(op, outcome: str, message: str | None) -> tuple[bool, str | None]:
+    """``compare._agree`` for an operation Spark ran, with Spark's one documented normalisation
+    (``inferred_not_null_only``); the spark and mixed targets both judge Spark writers by it."""
+    agree, note = _agree(op, outcome, message)
+    if not agree and note and note.startswith("message:"):
+        same, why = inferred_not_null_only(op.message, message)
+        if same:
+            return True, why
+    return agree, note
+
+
 def _judge(c: SparkComparison, plan: Plan, run: _SparkRun) -> None:
     for op in plan.ops:
         r = run.outcomes[(op.writer, op.index)]
         kind = op.operation.kind if op.operation is not None else None
-        agree, note = _agree(op, r.outcome, r.message)
-        if not agree and note and note.startswith("message:"):
-            same, why = inferred_not_null_only(op.message, r.message)
-            if same:
-                agree, note = True, why
+        agree, note = spark_agree(op, r.outcome, r.message)
         if note:
             note = note.replace(", java ", ", spark ")
         c.ops.append(OpComparison(op.label, op.writer, kind, op.outcome, op.message, r.outcome,
