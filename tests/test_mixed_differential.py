@@ -2,8 +2,8 @@
 comparison): drawn scenarios parse, mix the engines both ways, stay within what the mixed
 target can run (format v2, one isolation level), draw unpartitioned, identity(cat) and
 bucket(2, id) tables (one set-up file per partition, commands aimed at either partition), are
-the same for one seed, and a disagreement is saved as a runnable scenario file. Running them on real Spark + PyIceberg is
-tests/conformance/test_mixed_differential_run.py."""
+the same for one seed, and a disagreement is saved as a runnable scenario file. Running them
+on real Spark + PyIceberg is tests/conformance/test_mixed_differential_run.py."""
 
 import os
 
