@@ -28,6 +28,12 @@ Sections (``--sections``, default all):
 * ``pipelines``: for each example pipeline (examples/*.yaml), its exhaustive BFS (as
   ``icecheck check PIPELINE.yaml`` runs it): states, seconds, and for each anomaly it reports the
   states and seconds to its first counterexample;
+* ``costs``: for each pinned configuration (the canonical ones bounded by
+  ``costs.canonical_max_states``), counts that explain its ratio and do not depend on the
+  machine: how many of the search's transitions ran the model's step handlers (a step memo miss:
+  planning, validation, snapshot production) and how many of its distinct states needed a
+  property evaluation (a verdict memo miss); the rest of the states and transitions cost only
+  the memoised path (``count_costs``);
 * ``tools``: whole-process seconds of the z3 commands the README shows and of
   ``icecheck conform --target java`` over the built-in scenarios (the Java conformance rate,
   scenarios compared per second; skipped with a reason when Java is not ready);
@@ -59,7 +65,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATE, TARGET_CORPUS_S, TARGET_REDUCTION = 50_000, 5.0, 10.0
 #: issue 13: icecheck's distinct states/s per core, as a fraction of the two-phase-commit BFS's
 TARGET_RATIO = 0.10
-SECTIONS = ("configs", "compiled", "growth", "hypothesis", "corpus", "pipelines", "tools")
+SECTIONS = ("configs", "compiled", "growth", "hypothesis", "corpus", "pipelines", "costs",
+            "tools")
 
 
 def _cfg(entry: dict, profile: str):
@@ -462,6 +469,63 @@ TOOL_COMMANDS = (
 )
 
 
+def count_costs(cfg, max_states: int | None = None) -> dict:
+    """One reduced BFS of ``cfg`` (one worker) with two counters: the runs of the model's step
+    handlers (``Model._apply``: a step the step memo had not seen) and the property
+    evaluations (``Expander._judge``: a history the verdict memo had not seen). Counts, not
+    times: the same on any machine, and what separates the small configurations (most of their
+    steps and histories are new) from the canonical ones (most are memo hits). The counters
+    wrap the two methods for the search and are removed after it; the compiled build's
+    classes cannot be wrapped, so this runs on the Python source only."""
+    from icecheck.compiled import active
+    from icecheck.engines.explicit import Bounds, Expander, search
+    from icecheck.models.system import Model
+    if active():
+        raise RuntimeError("count_costs wraps the Python source's methods: run it without "
+                           "ICECHECK_COMPILED=1")
+    counts = {"handler_runs": 0, "evaluations": 0}
+    apply, judge = Model._apply, Expander._judge
+
+    def counted_apply(self, *args):
+        counts["handler_runs"] += 1
+        return apply(self, *args)
+
+    def counted_judge(self, s):
+        counts["evaluations"] += 1
+        return judge(self, s)
+
+    Model._apply, Expander._judge = counted_apply, counted_judge
+    try:
+        r = search(cfg, engine="bfs", workers=1, traces=False,
+                   bounds=Bounds(max_states=max_states) if max_states else Bounds())
+    finally:
+        Model._apply, Expander._judge = apply, judge
+    return {"states": r.states, "transitions": r.transitions, "complete": r.complete,
+            **counts,
+            "handler_runs_per_transition": (round(counts["handler_runs"] / r.transitions, 4)
+                                            if r.transitions else None),
+            "evaluations_per_state": round(counts["evaluations"] / r.states, 4)}
+
+
+def bench_costs(spec: dict, log, quick: bool = False) -> list[dict]:
+    """``count_costs`` of every pinned configuration (``others``; without ``quick`` the
+    canonical ones too, bounded by ``costs.canonical_max_states``)."""
+    entries = []
+    if not quick:
+        can = spec["canonical"]
+        bound = int((spec.get("costs") or {}).get("canonical_max_states", 100_000))
+        entries += [(f"canonical-{p.replace('spark-3.5-', '')}", dict(can, profile=p), bound)
+                    for p in can["profiles"]]
+    entries += [(e["id"], e, None) for e in spec.get("others", [])]
+    out = []
+    for bid, entry, bound in entries:
+        got = count_costs(_cfg(entry, entry["profile"]), bound)
+        log(f"[costs] {bid}: {got['states']:,} states, {got['handler_runs']:,} handler runs, "
+            f"{got['evaluations']:,} evaluations")
+        out.append({"id": bid, "max_states": bound, **got})
+    return out
+
+
 def bench_tools(log) -> dict:
     """Whole-process timings of the z3 commands and of the Java conformance run."""
     import subprocess
@@ -687,6 +751,23 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
                               f"{a['seconds']} s / {a['length']}" for a in p["anomalies"])
             L.append(f"| {p['pipeline']} | {p['states']:,}{'' if p['complete'] else ' (cut)'} "
                      f"| {p['seconds']} | {found or 'none'} |")
+    if doc.get("costs"):
+        ratios = {c["id"]: (c.get("reduced") or {}).get("ratio") for c in doc.get("configs", [])}
+        L += ["", "## Cold work: step handler runs and property evaluations", "",
+              "Counts, the same on any machine (`count_costs`): a transition runs the model's "
+              "step handlers only when the step memo has not seen its step, and a state needs "
+              "a property evaluation only when the verdict memo has not seen its history; "
+              "every other transition and state takes the memoised path. The canonical "
+              "configurations are counted over their first levels (the bound, cut at a level).",
+              "", "| benchmark | states | transitions | handler runs | per transition | "
+              "evaluations | per state | ratio (configs) |", "|---|---|---|---|---|---|---|---|"]
+        for c in doc["costs"]:
+            cut = "" if c["complete"] else f" (first {c['max_states']:,}: **cut**)"
+            r = ratios.get(c["id"])
+            L.append(f"| {c['id']} | {c['states']:,}{cut} | {c['transitions']:,} | "
+                     f"{c['handler_runs']:,} | {c['handler_runs_per_transition']} | "
+                     f"{c['evaluations']:,} | {c['evaluations_per_state']} | "
+                     f"{r if r is not None else '-'} |")
     if doc.get("tools"):
         t = doc["tools"]
         L += ["", "## z3 commands and Java conformance (whole-process seconds)", "",
@@ -833,6 +914,8 @@ def main(argv=None) -> int:
         doc["corpus"] = bench_corpus(args.workers, log)
     if "pipelines" in sections:
         doc["pipelines"] = bench_pipelines(log)
+    if "costs" in sections:
+        doc["costs"] = bench_costs(spec, log, args.quick)
     if "tools" in sections:
         doc["tools"] = bench_tools(log)
     if args.compare:

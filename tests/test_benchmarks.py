@@ -149,3 +149,38 @@ def test_repeated_runs_report_the_best_ratio_and_the_median_and_refuse_to_differ
     assert _median(_best_of([run(0.05)])) == "-"
     with pytest.raises(RuntimeError, match="differ"):
         _best_of([run(0.1), run(0.1, states=11)], "[x]")
+
+
+def test_costs_count_the_cold_work_of_a_search_the_same_every_run():
+    """The costs section (``count_costs``): step handler runs and property evaluations of one
+    search are counts, equal on every run; they are at most the transitions and the states,
+    the wrapped methods are restored after the search, and the section renders."""
+    from benchmarks.run import SECTIONS, _cfg, count_costs, render_md
+    from icecheck.engines.explicit import Expander
+    from icecheck.models.system import Model
+
+    apply, judge = Model._apply, Expander._judge
+    entry = {"profile": "spark-3.5-cow-serializable", "writers": 3, "ops": 1,
+             "mix": ["insert"], "keys": 1, "catalog": "last_writer_wins", "format": 2,
+             "retries": 4}
+    a = count_costs(_cfg(entry, entry["profile"]))
+    assert a == count_costs(_cfg(entry, entry["profile"]))
+    assert Model._apply is apply and Expander._judge is judge
+    assert a["complete"] and 0 < a["handler_runs"] <= a["transitions"]
+    assert 0 < a["evaluations"] <= a["states"]
+    assert a["evaluations_per_state"] == round(a["evaluations"] / a["states"], 4)
+    assert "costs" in SECTIONS
+    import json
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    doc = json.load(open(os.path.join(root, "reports", "benchmarks.json")))
+    ratio = next(c["reduced"]["ratio"] for c in doc["configs"]
+                 if c["id"] == "cow-lww-3w1op-insert")
+    doc["costs"] = [dict(a, id="cow-lww-3w1op-insert", max_states=None),
+                    dict(a, id="y", max_states=50, complete=False)]
+    md = render_md(doc)
+    assert "## Cold work: step handler runs and property evaluations" in md
+    assert (f"| cow-lww-3w1op-insert | {a['states']:,} | {a['transitions']:,} | "
+            f"{a['handler_runs']:,} | {a['handler_runs_per_transition']} | "
+            f"{a['evaluations']:,} | {a['evaluations_per_state']} | {ratio} |") in md
+    assert "(first 50: **cut**)" in md and md.endswith("\n")
