@@ -55,7 +55,7 @@ DIR_ENV = "ICECHECK_COMPILED_DIR"
 _MODELS = ("", ".catalog", ".cherrypick", ".commands", ".commands_spec", ".expire", ".files",
            ".filters", ".metadata", ".operations", ".producer", ".reads", ".refs",
            ".rewrite_manifests", ".store", ".system", ".table", ".transaction", ".transforms",
-           ".validation")
+           ".validation", ".values")
 _PROPERTIES = ("", ".analysis", ".common", ".consistent", ".dangling", ".duplicates",
                ".history", ".integrity", ".isolation", ".lost_write", ".oracle",
                ".reachability", ".readable", ".undelete", ".violation")

@@ -12,7 +12,7 @@ Two halves, as in Java:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping
 
 from . import operations as ops
@@ -29,6 +29,7 @@ from .validation import (PartitionSet, ValidationFailed, starting_sequence_numbe
                          validate_added_data_files, validate_added_dvs, validate_data_files_exist,
                          validate_deleted_data_files, validate_no_new_delete_files,
                          validate_no_new_deletes_for_data_files)
+from .values import replace
 
 
 def operation_name(op: Operation, iceberg_version: tuple[int, int] = (1, 11)) -> str:

@@ -23,7 +23,7 @@ import hashlib
 import itertools
 import os
 import uuid
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable
 
 from . import catalog as cat
@@ -41,6 +41,7 @@ from .producer import produce_snapshot, validate_operation
 from .store import ObjectStore
 from .table import TableConfig
 from .validation import ValidationFailed
+from .values import replace
 
 # Writer phases.
 IDLE = "idle"
