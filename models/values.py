@@ -2,7 +2,7 @@
 
 Why: ``dataclasses.replace`` reads every field through ``getattr`` and builds the copy through
 the class's generated ``__init__``, which stores each field with ``object.__setattr__`` (the
-classes are frozen). The step handlers replace a writer state (21 fields) about twice per
+classes are frozen). The step handlers replace a writer state (22 fields) about twice per
 step, and ``dataclasses.replace`` was a fifth of their time (issue 13: 1,827 calls in the 881
 handler runs of the mor-serializable-3w1op-v3 benchmark). This ``replace`` copies the fields'
 values from the object's ``__dict__`` into the new object's, about four times faster.
