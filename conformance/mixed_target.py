@@ -17,7 +17,8 @@ Compared: each operation's outcome; for a Spark writer's validation failure the 
 (file names normalised; the ``not_null`` conjuncts Spark's optimizer adds to a conflict filter
 allowed as the spark target allows them, ``spark_target.spark_agree``), for a PyIceberg
 writer's the whole message where the model words it as PyIceberg does (the added and deleted
-data files checks, snapshot ids masked) and otherwise the kind of check
+data files checks and those of the files an overwrite deletes, snapshot ids and file names
+masked) and otherwise the kind of check
 (``pyiceberg_target.agree_on_failure``); at the end the table's rows. Skipped, with the reason:
 writers whose profiles ask for different isolation levels (one table has one
 ``write.*.isolation-level``), any engine but these two, and everything either target skips on

@@ -40,7 +40,8 @@ MERGE with ``where``, the ``last_writer_wins`` catalog and fault steps.
 
 Comparing (docs/conformance-pyiceberg.md): per operation the **outcome** must be equal; when both
 failed validation, the **whole message** where the model words it as PyIceberg does (the added
-and deleted data files checks, profile key ``pyiceberg_validation``; snapshot ids masked), and for
+and deleted data files checks, profile key ``pyiceberg_validation``, and the two checks of the
+files an overwrite deletes; snapshot ids and PyIceberg's own file names masked), and for
 the other checks, which the model still words as Java does, the *kind of check* (added data /
 deleted data / new deletes / files gone / history) with a difference only noted (``detail``). At the end the **rows** of the
 current snapshot must be equal (data files are PyIceberg's own names, so live files cannot be
@@ -132,10 +133,16 @@ _PY_MESSAGE_KIND = (
 
 
 # The checks whose failure the model words as PyIceberg does (profile key pyiceberg_validation;
-# models/validation.py, _py_conflict): compared whole, the rest by kind of check.
-_PY_WORDED = ("Added data files were found matching", "Deleted data files were found matching")
+# models/validation.py, _py_conflict, validate_data_files_exist and
+# validate_no_new_deletes_for_data_files with pyiceberg=True): compared whole, the rest by kind
+# of check.
+_PY_WORDED = ("Added data files were found matching", "Deleted data files were found matching",
+              "Data files were concurrently deleted: ",
+              "Cannot commit, found new delete for replace data file ")
 _SNAPSHOT_SET_RE = re.compile(r"\{[^{}]*\}")
 _SNAPSHOT_ID_RE = re.compile(r"-?\d{4,}")
+_REPLACED_FILE = "Cannot commit, found new delete for replace data file "
+_QUOTED_RE = re.compile(r"'[^']*'")
 
 
 def mask_snapshot_ids(message: str | None) -> str | None:
@@ -147,12 +154,31 @@ def mask_snapshot_ids(message: str | None) -> str | None:
     return _SNAPSHOT_SET_RE.sub(lambda m: _SNAPSHOT_ID_RE.sub("<id>", m.group(0)), message)
 
 
+def mask_py_message(message: str | None) -> str | None:
+    """A PyIceberg-worded failure as compared: snapshot ids masked (``mask_snapshot_ids``), and
+    the files it names masked as ``<file>``, how many kept: PyIceberg names the files it wrote
+    itself (``00000-0-<uuid>.parquet``), which the model cannot know. The replaced file of "found
+    new delete for replace data file" is PyIceberg's whole ``DataFile`` record
+    (``DataFile[DataFileContent.DATA, <path>, FileFormat.PARQUET, ...]``, with sizes, metrics
+    and object addresses), the model's its path: both ``<file>``. The paths of "Data files were
+    concurrently deleted: [...]" are a sorted Python list of strings: each ``'<file>'``."""
+    message = mask_snapshot_ids(message)
+    if message is None:
+        return None
+    if message.startswith(_REPLACED_FILE):
+        return _REPLACED_FILE + "<file>"
+    if message.startswith("Data files were concurrently deleted: "):
+        return _QUOTED_RE.sub("'<file>'", message)
+    return message
+
+
 def agree_on_failure(op, message: str | None) -> tuple[bool, str | None]:
     """Both failed validation: a message the model words as PyIceberg does is compared whole
-    (snapshot ids masked); for the others, which the model still words as Java does, the kind
-    of check is compared and a difference is only noted."""
+    (``mask_py_message``: snapshot ids and PyIceberg's own file names masked); for the others,
+    which the model still words as Java does, the kind of check is compared and a difference is
+    only noted."""
     if op.message and op.message.startswith(_PY_WORDED):
-        if mask_snapshot_ids(op.message) != mask_snapshot_ids(message):
+        if mask_py_message(op.message) != mask_py_message(message):
             return False, f"message: model {op.message!r}, pyiceberg {message!r}"
         return True, None
     mk, pk = model_check_kind(op.check), pyiceberg_check_kind(message)
@@ -337,12 +363,13 @@ class PyWriter:
         self.tx = tx
 
     def _overwrite_files(self, table, tx, intent) -> None:
-        """A script using the file-level API: read each data file holding a row that matches,
-        write its rows back (matching ones updated, or dropped without SET), and swap the files
-        with ``update_snapshot().overwrite()``; nothing matching, nothing staged."""
-        import pyarrow.parquet as pq
+        """A script using the file-level API: read each data file holding a row that matches
+        (its live rows: the scan task's delete files applied, as ``Transaction.delete`` reads a
+        file it rewrites, ``ArrowScan(...).to_table(tasks=[task])``), write its rows back
+        (matching ones updated, or dropped without SET), and swap the files with
+        ``update_snapshot().overwrite()``; nothing matching, nothing staged."""
         from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+        from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 
         from icecheck.models.filters import eval_row
 
@@ -351,9 +378,9 @@ class PyWriter:
         sets = dict(intent.set)
         swaps = []
         for task in table.scan(row_filter=where).plan_files():
-            path = task.file.file_path
-            with table.io.new_input(path).open() as f:
-                rows = pq.read_table(f).to_pylist()
+            rows = ArrowScan(table_metadata=table.metadata, io=table.io,
+                             projected_schema=table.schema(),
+                             row_filter=AlwaysTrue()).to_table(tasks=[task]).to_pylist()
             new, hit = [], False
             for r in rows:
                 values = tuple(r[n] for n in names)

@@ -334,7 +334,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     return Operation(ops.OVERWRITE, add_data=add,
                      delete_data=tuple(live[p] for p in touched),
                      validations=_validations(rule, profile, cmd, (), where),
-                     no_snapshot=empty and rule.empty == EMPTY_VALIDATE)
+                     no_snapshot=empty and rule.empty == EMPTY_VALIDATE,
+                     keep_delete_files=profile.keep_delete_files)
 
 
 def _plan_merge_insert(cmd, rule, profile, table, store, snapshot, names) -> Operation:

@@ -171,6 +171,12 @@ class Operation:
     case_sensitive: bool = field(default=True, metadata={"digest_omit_default": True})
     written_names: tuple = field(default=(), metadata={"digest_omit_default": True})
     max_failed_groups: int | None = field(default=None, metadata={"digest_omit_default": True})
+    # PyIceberg's overwrite (profile key keep_delete_files): every delete file stays, even one
+    # that names a data file the overwrite removes (pyiceberg/table/update/snapshot.py,
+    # _OverwriteFiles._existing_manifests rewrites data manifests only); Java's
+    # MergingSnapshotProducer drops the DVs of removed files and the delete files older than
+    # every remaining data file. Fixed by the writer's profile, as pyiceberg_validation is
+    keep_delete_files: bool = field(default=False, metadata={"digest_omit": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -112,7 +112,18 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
                 validate_no_new_delete_files(*args, expr, parent, **py)
                 validate_deleted_data_files(*args, expr, parent, **py)
             if op.delete_data:
-                validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent)
+                if v.pyiceberg_validation:
+                    # _SnapshotProducer._validate_concurrency (pyiceberg/table/update/
+                    # snapshot.py:504-508): for the files it deletes, they still exist, then
+                    # no new delete applies to them. PyIceberg runs these for the rewritten
+                    # files only (a DELETE's whole-file drops are another producer's, checked
+                    # by its filter alone); a dropped file gone in the window already failed
+                    # validate_deleted_data_files above (it matches the filter), so checking
+                    # every deleted file fails the same way
+                    validate_data_files_exist(*args, [f.path for f in op.delete_data], False,
+                                              None, parent, pyiceberg=True)
+                validate_no_new_deletes_for_data_files(*args, expr, op.delete_data, parent,
+                                                       **py)
     elif op.kind == ops.ROW_DELTA:
         if starting_id is not None and all(
                 s.snapshot_id != starting_id for s in base.ancestors(parent.snapshot_id)):
@@ -450,6 +461,8 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
                        default=base.last_sequence_number)
 
     def delete_doomed(e: ManifestEntry) -> bool:
+        if op.keep_delete_files:
+            return False
         d: DeleteFile = e.file
         if d.path in remove_delete_paths or d.partition in drop_partitions:
             return True

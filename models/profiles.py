@@ -88,6 +88,10 @@ class Profile:
     # fail with PyIceberg's messages where the model has them ("Added data files were found
     # matching the filter for snapshots {...}!"), not Java's
     pyiceberg_validation: bool = False
+    # its overwrites keep every delete file (PyIceberg's _OverwriteFiles._existing_manifests
+    # rewrites data manifests only; a delete manifest is kept as it is), where Java drops the
+    # delete files older than every remaining data file and the DVs of removed files
+    keep_delete_files: bool = False
 
     def rule(self, command: str) -> CommandRule:
         try:
@@ -158,7 +162,7 @@ def _parse_file(path: str) -> dict[str, Profile]:
     for name, node in profiles.items():
         node = ctx.mapping(node, f"profile {name}", profiles, name)
         flags = ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites",
-                 "pyiceberg_validation")
+                 "pyiceberg_validation", "keep_delete_files")
         ctx.keys(node, {"description", "engine", "isolation", "commands", *flags},
                  f"profile {name}")
         for flag in flags:
@@ -180,7 +184,8 @@ def _parse_file(path: str) -> dict[str, Profile]:
                                  bool(node.get("validate_on_first_attempt", True)), path,
                                  bool(node.get("idempotent_retry", False)),
                                  bool(node.get("separate_rewrites", False)),
-                                 bool(node.get("pyiceberg_validation", False)))
+                                 bool(node.get("pyiceberg_validation", False)),
+                                 bool(node.get("keep_delete_files", False)))
     return out
 
 

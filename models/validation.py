@@ -295,13 +295,58 @@ def _equality_bounds_overlap(d: DeleteFile, data_file: DataFile) -> bool:
     return True
 
 
+def _py_delete_applies(entry: ManifestEntry, data_file: DataFile, seq_num: int) -> bool:
+    """PyIceberg's ``DeleteFileIndex.for_data_file(seq_num, data_file, data_file.partition)``
+    (pyiceberg/table/delete_file_index.py, 0.12.0 and main): every delete file is indexed as a
+    position delete, keyed by the one data file its ``file_path`` bounds name
+    (``_referenced_data_file_path``: lower == upper) or else by its partition; a partition's
+    deletes apply when the path bounds may hold the data file's path (``_applies_to_data_file``;
+    none recorded: always: an equality delete, whose bounds are on its equality columns, or a DV,
+    which Java writes with ``referencedDataFile`` and no column bounds). Either way only the
+    deletes whose data sequence number is at least ``seq_num`` count (``PositionDeletes.
+    filter_by_seq``: ``bisect_left``)."""
+    if entry.data_sequence_number < seq_num:
+        return False
+    d: DeleteFile = entry.file
+    bounds = None if d.content in (EQUALITY_DELETES, DV) else d.path_bounds
+    if bounds is not None and bounds[0] == bounds[1]:
+        return bounds[0] == data_file.path
+    if d.partition != data_file.partition:
+        return False
+    return bounds is None or bounds[0] <= data_file.path <= bounds[1]
+
+
 def validate_no_new_deletes_for_data_files(store, table, base, starting_id, expr, data_files,
-                                           parent, *, ignore_equality_deletes=False):
-    """validateNoNewDeletesForDataFiles: no new delete in the window applies to a replaced file."""
+                                           parent, *, ignore_equality_deletes=False,
+                                           pyiceberg: bool = False):
+    """validateNoNewDeletesForDataFiles: no new delete in the window applies to a replaced file.
+
+    ``pyiceberg``: PyIceberg's ``_validate_no_new_deletes_for_data_files``
+    (pyiceberg/table/update/validate.py, 0.12.0; unchanged on main as of 2026-08). Its caller
+    ``_SnapshotProducer._validate_concurrency`` passes the catalog's head as the function's
+    ``starting_snapshot`` and the operation's base as its ``parent_snapshot``
+    (snapshot.py:506-508), so the window (base, head] is right but the sequence number the
+    deletes must reach is the *head's* (``_starting_sequence_number(table,
+    starting_snapshot)``), not the base's as in Java: a delete file committed in the window
+    applies only when no later commit followed it. A delete for a replaced file that another
+    commit followed is missed, and the overwrite brings the deleted rows back
+    (scenarios/builtin/commands/
+    mixed-pyiceberg-file-overwrite-misses-position-delete-followed-by-commit.yaml,
+    seen on real Spark 3.5 + PyIceberg 0.12). Which deletes apply: ``_py_delete_applies``;
+    the message names PyIceberg's ``DataFile`` record, here its path
+    (``pyiceberg_target`` compares the rest whole)."""
     if not data_files:
         return
     deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
-                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS)
+                                    VALIDATE_ADDED_DELETE_FILES_OPERATIONS, pyiceberg=pyiceberg)
+    if pyiceberg:
+        seq_num = parent.sequence_number or 0        # INITIAL_SEQUENCE_NUMBER
+        for f in data_files:
+            if any(_py_delete_applies(d, f, seq_num) for d in deletes):
+                raise ValidationFailed(
+                    "no_new_deletes_for_data_files",
+                    f"Cannot commit, found new delete for replace data file {f.path}")
+        return
     start_seq = starting_sequence_number(base, starting_id)
     for f in data_files:
         applying = [d for d in deletes if delete_can_apply_to(d, f, start_seq)]
@@ -352,8 +397,12 @@ def validate_deleted_data_files(store, table, base, starting_id, expr, parent, *
 
 
 def validate_data_files_exist(store, table, base, starting_id, required: Iterable[str], skip_deletes,
-                              expr, parent, written: tuple = ()):
+                              expr, parent, written: tuple = (), *, pyiceberg: bool = False):
     """validateDataFilesExist: no required data file was removed in the window.
+
+    ``pyiceberg``: PyIceberg's ``_validate_data_files_exist`` (pyiceberg/table/update/
+    validate.py, 0.12.0) over the files an overwrite deletes: "Data files were concurrently
+    deleted: [...]" (``skip_deletes``, ``expr`` and ``written`` are Java's and unused).
 
     ``written``: the operation's ``written_names`` (``caseSensitive(false)`` with a filter
     written in other cases). This one validation builds its ManifestGroup without
@@ -364,6 +413,17 @@ def validate_data_files_exist(store, table, base, starting_id, required: Iterabl
     (scenarios/builtin/filters/case-insensitive-row-delta-data-files-exist.yaml)."""
     required = set(required)
     if not required:
+        return
+    if pyiceberg:
+        # _validate_data_files_exist: the window's DELETED entries of the files' partitions
+        # (partition_set, no filter) that are one of the files; paths sorted, as a Python list
+        window = validation_history(store, base, starting_id, VALIDATE_DATA_FILES_EXIST_OPERATIONS,
+                                    DATA_MANIFEST, parent)
+        gone = sorted({e.file.path for e in _entries(window)
+                       if e.status == DELETED and e.file.path in required})
+        if gone:
+            raise ValidationFailed("data_files_exist",
+                                   f"Data files were concurrently deleted: {gone!r}")
         return
     ops = (VALIDATE_DATA_FILES_EXIST_SKIP_DELETE_OPERATIONS if skip_deletes
            else VALIDATE_DATA_FILES_EXIST_OPERATIONS)

@@ -102,6 +102,56 @@ def test_pyiceberg_worded_failures_are_compared_whole():
     assert agree and note.startswith("check differs")
 
 
+def test_pyiceberg_file_checks_are_compared_whole_with_files_masked():
+    """The data files checks of PyIceberg's file-level overwrite are worded as PyIceberg does and
+    compared whole; PyIceberg names its own files (and prints a replaced file as its whole
+    DataFile record), so files are masked and only how many there are counts."""
+    from types import SimpleNamespace
+
+    from icecheck.conformance.pyiceberg_target import agree_on_failure, mask_py_message
+
+    gone = SimpleNamespace(message="Data files were concurrently deleted: ['d1']",
+                           check="data_files_exist")
+    real = ("Data files were concurrently deleted: ['file:///tmp/w/t/data/"
+            "00000-0-5024f1bb-c751-4d7a-b17c-10a02d24b807.parquet']")
+    assert mask_py_message(gone.message) == "Data files were concurrently deleted: ['<file>']"
+    assert agree_on_failure(gone, real) == (True, None)
+    agree, note = agree_on_failure(gone, real[:-1] + ", 'file:///tmp/b.parquet']")
+    assert not agree and "pyiceberg" in note                      # two files, not one
+    replaced = SimpleNamespace(message="Cannot commit, found new delete for replace data file d1",
+                               check="no_new_deletes_for_data_files")
+    record = ("Cannot commit, found new delete for replace data file DataFile[DataFileContent.DATA, "
+              "file:///tmp/w/d1.parquet, FileFormat.PARQUET, Record[], 2, 952, <pyiceberg.utils."
+              "lazydict.LazyDict object at 0x7efe1a415990>, {}, {1: b'\\x01'}, None, [4], None, 0]")
+    assert agree_on_failure(replaced, record) == (True, None)
+    # the Java wording of the same check is another message: whole comparison tells them apart
+    java = "Cannot commit, found new delete for replaced data file: d1"
+    assert not agree_on_failure(replaced, java)[0]
+
+
+def test_pyiceberg_new_deletes_check_reaches_the_heads_sequence_number():
+    """PyIceberg's _validate_no_new_deletes_for_data_files takes the sequence number deletes
+    must reach from the catalog head (its caller passes the head as starting_snapshot): a
+    delete for a replaced file counts only when no commit followed it. Java's counts from the
+    base (scenarios/builtin/commands/mixed-pyiceberg-file-overwrite-*.yaml run both on real
+    Spark + PyIceberg)."""
+    from icecheck.models.files import POSITION_DELETES, DataFile, DeleteFile
+    from icecheck.models.metadata import ADDED, ManifestEntry
+    from icecheck.models.validation import _py_delete_applies
+
+    d1 = DataFile("d1", (), 2)
+    d2 = DataFile("d2", (), 1)
+    scoped = ManifestEntry(ADDED, 2, 4, 4, DeleteFile("p1", POSITION_DELETES, (),
+                                                     (("d1", 1),)))
+    assert _py_delete_applies(scoped, d1, 4)                      # the delete is at the head
+    assert not _py_delete_applies(scoped, d1, 5)                  # a later commit: missed
+    assert not _py_delete_applies(scoped, d2, 4)                  # names another file
+    spanning = ManifestEntry(ADDED, 2, 4, 4, DeleteFile("p2", POSITION_DELETES, (),
+                                                       (("d0", 1), ("d2", 0))))
+    assert _py_delete_applies(spanning, d1, 4)                    # d0 <= d1 <= d2: may apply
+    assert not _py_delete_applies(spanning, DataFile("d3", (), 1), 4)
+
+
 def test_model_words_pyiceberg_conflicts_as_pyiceberg_does(tmp_path):
     """PyIceberg's set misses the first conflicting entry (its generator was started by any()):
     set() for one conflicting file, the later ones' snapshots for more; Java's wording stays
