@@ -41,5 +41,6 @@ def check(a: Analysis) -> list[Violation]:
              "first_sequence_number": a.seq(m.position),
              "sequence_numbers": [a.seq(p) for p in m.positions],
              "based_on_lost_commit": bool(involved & a.oracle.stale_ops),
-             "deletes_dropped_by_rewrite": bool(dropped)}))
+             "deletes_dropped_by_rewrite": bool(dropped),
+             "deletes_left_dangling": bool(a.deletes_left_dangling(m.position))}))
     return out

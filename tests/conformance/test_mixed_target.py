@@ -47,3 +47,18 @@ def test_one_engine_targets_skip_mixed_scenarios():
             continue
         c = target.compare_scenario(sc)
         assert c.status == SKIPPED and "--target mixed" in c.reason, (name, c.reason)
+
+
+TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))), "traces")
+MIXED_TRACES = ("duplicate-keys-mixed-spark-merge-pyiceberg-upsert.json",
+                "undelete-mixed-spark-mor-delete-pyiceberg-file-overwrite.json")
+
+
+@pytest.mark.parametrize("name", MIXED_TRACES)
+def test_mixed_corpus_traces_agree(mixed, name):
+    """The corpus's mixed-engine findings replay on real Spark + PyIceberg: every outcome and
+    the final rows (the duplicated key, the row that came back) agree with the model."""
+    c = mixed.compare_trace(os.path.join(TRACES, name))
+    assert c.status == AGREE, (c.reason, c.differences)
+    assert c.model_rows == c.real_rows

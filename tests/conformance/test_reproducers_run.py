@@ -80,3 +80,10 @@ def test_pyiceberg_delete_not_equal_null_file():
     out = _run("pyiceberg_delete_not_equal_null_file.py", "pyiceberg")
     assert "partitioned  : scan(row_filter='day != 0') returns [(3, 7)]; after delete('day != 0') " \
            "the table holds [(1, 0)]" in out
+
+
+def test_pyiceberg_file_overwrite_misses_position_delete():
+    if not os.path.exists(os.environ.get("SQLITE_JDBC_JAR", "/usr/share/java/sqlite-jdbc.jar")):
+        pytest.skip("the SQLite JDBC driver (libxerial-sqlite-jdbc-java) is not installed")
+    out = _run("pyiceberg_file_overwrite_misses_position_delete.py", "spark", "pyiceberg")
+    assert "PyIceberg file swap committed; rows [(1, 'a', 'py'), (2, 'a', 'v0')]" in out
