@@ -142,6 +142,14 @@ class Analysis:
         return sorted(e.file.path for e in deletes_before
                       if e.file.path in kept and set(e.file.referenced_paths) & removed)
 
+    def dangling_text(self, position: int, left: list[str]) -> str:
+        """In words: the commit at ``position`` replaced a data file but kept the delete files
+        ``left`` (``deletes_left_dangling``) that named it."""
+        op = self.history.lineage_ops[position]
+        return (f"{self.who(op.label)} replaced a data file that the delete file(s) "
+                f"{', '.join(left)} name, copying its rows to a new file without those deletes; "
+                f"the delete file(s) still name the removed file.")
+
     def filter_removed(self, position: int, rows) -> tuple[Any, str, bool] | None:
         """``(filter, how, on_null)`` when the commit at lineage ``position`` removed data files by a
         filter that selects none of ``rows`` under SQL's three-valued logic (false or, with a

@@ -38,6 +38,9 @@ def check(a: Analysis) -> list[Violation]:
             why = (f" {a.who(a.history.lineage_ops[m.position].label)} rewrote a data file and in "
                    f"the same commit dropped the delete file(s) {', '.join(dropped)} that still "
                    f"applied to its new file.")
+        left = a.deletes_left_dangling(m.position)
+        if left:
+            why += " " + a.dangling_text(m.position, left)
         out.append(Violation(
             "duplicate_keys",
             f"{a.key_text(m.key)} has {len(m.actual)} live rows at seq {a.seq(m.position)} "
@@ -53,5 +56,6 @@ def check(a: Analysis) -> list[Violation]:
              "first_sequence_number": a.seq(m.position),
              "sequence_numbers": [a.seq(p) for p in m.positions],
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops),
-             "deletes_dropped_by_rewrite": bool(dropped)}))
+             "deletes_dropped_by_rewrite": bool(dropped),
+             "deletes_left_dangling": bool(left)}))
     return out

@@ -27,6 +27,9 @@ def check(a: Analysis) -> list[Violation]:
             extra += (f" {a.who(rewriter.label)} rewrote the row's data file and in the same "
                       f"commit dropped the delete file(s) {', '.join(dropped)} that still applied "
                       f"to its new file.")
+        left = a.deletes_left_dangling(m.position)
+        if left:
+            extra += " " + a.dangling_text(m.position, left)
         if concurrent:
             writers = sorted({m.origins.get(r) or "?" for r in concurrent})
             extra = (f" The surviving row was written by {', '.join(a.who(w) for w in writers)}, "
@@ -42,5 +45,5 @@ def check(a: Analysis) -> list[Violation]:
              "sequence_numbers": [a.seq(p) for p in m.positions],
              "based_on_lost_commit": bool(involved & a.oracle.stale_ops),
              "deletes_dropped_by_rewrite": bool(dropped),
-             "deletes_left_dangling": bool(a.deletes_left_dangling(m.position))}))
+             "deletes_left_dangling": bool(left)}))
     return out

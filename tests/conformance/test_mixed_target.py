@@ -52,7 +52,8 @@ def test_one_engine_targets_skip_mixed_scenarios():
 TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))), "traces")
 MIXED_TRACES = ("duplicate-keys-mixed-spark-merge-pyiceberg-upsert.json",
-                "undelete-mixed-spark-mor-delete-pyiceberg-file-overwrite.json")
+                "undelete-mixed-spark-mor-delete-pyiceberg-file-overwrite.json",
+                "duplicate-keys-mixed-spark-mor-update-pyiceberg-file-overwrite.json")
 
 
 @pytest.mark.parametrize("name", MIXED_TRACES)
