@@ -70,6 +70,11 @@ class ExploreConfig:
             return self.profile
         return ", ".join(f"w{i} {self.profile_of(i)}" for i in range(1, len(self.writers) + 1))
 
+    def writer_profile(self, writer: str) -> str:
+        """The profile of writer ``writer`` (``"w2"``), for the expectation table's judgement
+        of a violation by the writers it involves (``properties.expectations.expectation``)."""
+        return self.profile_of(int(writer[1:])) if writer[1:].isdigit() else self.profile
+
     @cached_property
     def judged_profiles(self):
         """What the expectation table judges this run under: the profile, or for a mixed run

@@ -297,7 +297,8 @@ class Session:
         cfg = self.config
         by: dict[str, list[ViolationView]] = {p: [] for p in PROPERTIES}
         for v in self.violations():
-            e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v)
+            e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
+                            cfg.writer_profile)
             by.setdefault(v.property, []).append(ViolationView(
                 v.property, v.message, v.severity, e.status, e.reason, dict(v.details)))
         return [PropertyStatus(p, tuple(vs)) for p, vs in by.items()]

@@ -142,6 +142,15 @@ class Analysis:
         return sorted(e.file.path for e in deletes_before
                       if e.file.path in kept and set(e.file.referenced_paths) & removed)
 
+    def committed_by(self, position: int) -> str | None:
+        """The label of the operation whose commit is at lineage ``position`` (the one that
+        brought a row back or made a key's second row), for the violation's details: the
+        expectation table judges a violation by the writers it names
+        (``expectations.involved_writers``)."""
+        ops = self.history.lineage_ops
+        op = ops[position] if 0 < position < len(ops) else None
+        return op.label if op is not None else None
+
     def dangling_text(self, position: int, left: list[str]) -> str:
         """In words: the commit at ``position`` replaced a data file but kept the delete files
         ``left`` (``deletes_left_dangling``) that named it."""

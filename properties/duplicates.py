@@ -48,6 +48,7 @@ def check(a: Analysis) -> list[Violation]:
             f"committed operations in commit order leave {rows_text(m.expected)}.{why}",
             VIOLATION,
             {"key": jsonable(m.key), "rows": jsonable(m.actual),
+             "duplicated_at_commit_of": a.committed_by(m.position),
              "expected": jsonable(m.expected),
              "row_origins": {repr(tuple(r)): m.origins.get(r) for r in m.actual},
              "inserted_concurrently": inserted,

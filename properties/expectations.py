@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -119,18 +120,50 @@ def _isolation_of(profile: str) -> str:
         return "none"
 
 
-def expectation(profile, catalog: str, format_version: int, violation: Violation) -> Expectation:
+_OP_LABEL = re.compile(r"^(w\d+)\.\d+$")
+
+
+def involved_writers(violation: Violation) -> frozenset[str]:
+    """The writers whose operations ``violation`` names: the operation labels (``w2.1``) among
+    its details' values (a cycle's operations, who deleted a key and who brought it back, who
+    wrote each row, who added a delete file and who removed its data file...)."""
+    out: set[str] = set()
+    stack = [violation.details or {}]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            m = _OP_LABEL.match(x)
+            if m:
+                out.add(m.group(1))
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return frozenset(out)
+
+
+def expectation(profile, catalog: str, format_version: int, violation: Violation,
+                writer_profile: Callable[[str], str] | None = None) -> Expectation:
     """The expectation of ``violation``. ``profile`` is one profile name, or a tuple of the
-    profiles of a mixed-engine run: then the strictest of their expectations holds, so an
-    anomaly one engine permits (say, snapshot isolation) is still judged against the writers
-    whose engines promise more. A rule naming the run's engines (``mixed:``) comes first: a
-    finding confirmed on those engines together."""
+    profiles of a mixed-engine run. A rule naming the run's engines (``mixed:``) comes first: a
+    finding confirmed on those engines together. Otherwise, with ``writer_profile`` (writer
+    name -> its profile), the violation is judged by the profiles of the writers it involves
+    (``involved_writers``): two Spark jobs' anomaly beside a PyIceberg script that took no part
+    in it is judged as in a Spark-only run (a known Spark finding stays one). Among several
+    profiles the strictest of their expectations holds, so an anomaly one engine permits (say,
+    snapshot isolation) is still judged against the writers whose engines promise more."""
     if isinstance(profile, (tuple, list)):
         profile = tuple(profile)
         for rule in load_rules():
             if "mixed" in rule and _matches(rule, profile, catalog, format_version, violation):
                 return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
                                    str(rule.get("trace", "")))
+        involved = involved_writers(violation) if writer_profile is not None else ()
+        if involved:
+            narrowed = tuple(sorted({writer_profile(w) for w in involved}))
+            if len(narrowed) == 1:
+                return _expectation(narrowed[0], catalog, format_version, violation)
+            profile = narrowed
         found = [(_expectation(p, catalog, format_version, violation), p) for p in profile]
         # the strictest; among equally strict, the reason of the engine that promises most (a
         # duplicate two Spark snapshot-isolation jobs make beside a Flink sink is allowed by

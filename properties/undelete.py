@@ -39,7 +39,8 @@ def check(a: Analysis) -> list[Violation]:
             f"{a.who(m.responsible)} deleted {a.key_text(m.key)}, but the table at seq "
             f"{a.seq(m.position)} shows it again: {rows_text(m.actual)}.{extra}",
             VIOLATION,
-            {"key": jsonable(m.key), "deleted_by": m.responsible, "rows": jsonable(m.actual),
+            {"key": jsonable(m.key), "deleted_by": m.responsible,
+             "back_at_commit_of": a.committed_by(m.position), "rows": jsonable(m.actual),
              "row_origins": origins, "written_concurrently": bool(concurrent),
              "first_sequence_number": a.seq(m.position),
              "sequence_numbers": [a.seq(p) for p in m.positions],

@@ -293,7 +293,8 @@ def judge_properties(scenario: Scenario, model, state: State) -> list[dict]:
         else:
             # several engines: the strictest of their expectations holds (docs/model.md)
             prof = scenario.profiles[0] if len(scenario.profiles) == 1 else scenario.profiles
-            e = expectation(prof, scenario.catalog, scenario.table.format_version, v)
+            e = expectation(prof, scenario.catalog, scenario.table.format_version, v,
+                            lambda w: scenario.profile_of(w) or scenario.profile)
             status, reason = e.status, e.reason
         out.append({"property": v.property, "status": status, "message": v.message,
                     "reason": reason})

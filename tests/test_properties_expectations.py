@@ -157,3 +157,25 @@ def test_mixed_ties_take_the_reason_of_the_engine_that_promises_most():
                    "insert_only_merge": False})
     e = expectation(("flink-1.20-upsert", "spark-3.5-mor-snapshot"), "cas", 2, v)
     assert e.status == "allowed" and "snapshot isolation" in e.reason
+
+
+def test_mixed_runs_judge_a_violation_by_the_writers_it_involves():
+    """Two Spark merge-on-read DELETEs of one row beside a PyIceberg script that took no part:
+    the Spark double delete (a known finding) stays one; judged by every writer's profile, the
+    PyIceberg script's stricter expectation made it must-hold. A violation naming both engines'
+    writers keeps the strictest of the two."""
+    from icecheck.properties.expectations import involved_writers
+    mixed = ("pyiceberg-0.12-serializable", "spark-3.5-mor-serializable")
+    profiles = {"w1": "pyiceberg-0.12-serializable", "w2": "spark-3.5-mor-serializable",
+                "w3": "spark-3.5-mor-serializable"}
+    double = v("isolation", anomaly="G-single", equivalent_writes=True, on_absent_keys=False,
+               ops=["w2.1", "w3.1"], cycle=[["w2.1", "w3.1", "ww", 1], ["w3.1", "w2.1", "rw", 1]])
+    assert involved_writers(double) == {"w2", "w3"}
+    assert expectation(mixed, "cas", 2, double).status == "must_hold"
+    e = expectation(mixed, "cas", 2, double, profiles.get)
+    assert e.status == "known_finding" and e.trace.endswith("double-delete-v2-mor-serializable.json")
+    both = v("isolation", anomaly="G-single", equivalent_writes=True, on_absent_keys=False,
+             ops=["w1.1", "w3.1"])
+    assert expectation(mixed, "cas", 2, both, profiles.get).status == "must_hold"
+    nobody = v("isolation", anomaly="G-single", equivalent_writes=True, on_absent_keys=False)
+    assert expectation(mixed, "cas", 2, nobody, profiles.get).status == "must_hold"

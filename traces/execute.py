@@ -70,6 +70,12 @@ def split(cfg: ExploreConfig, violations: list, expect=None) -> tuple[list, list
     """(unexpected violations, [(violation, expectation)]) for this configuration.
     ``expect``: see ``properties.split_expected``."""
     from icecheck.properties import split_expected
+    if expect is None:
+        from icecheck.properties.expectations import expectation
+
+        def expect(v):
+            return expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
+                               cfg.writer_profile)
     unexpected, expected = split_expected(cfg.judged_profiles, cfg.catalog, cfg.format_version,
                                           violations, expect)
     return list(unexpected), list(expected)
@@ -141,11 +147,12 @@ def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgemen
 
     def expect(v):
         if memo is None:
-            return expectation(profile, catalog, fv, v)
+            return expectation(profile, catalog, fv, v, cfg.writer_profile)
         key = (id(v), profile, catalog, fv)
         got = memo.expectations.get(key)
         if got is None or got[0] is not v:
-            got = memo.expectations[key] = (v, expectation(profile, catalog, fv, v))
+            got = memo.expectations[key] = (v, expectation(profile, catalog, fv, v,
+                                                           cfg.writer_profile))
         return got[1]
 
     violations = evaluate(model, state, cfg.key, memo)
