@@ -121,8 +121,14 @@ class SharedTable(pyt.PyTable):
         if isolation in ("serializable", "snapshot"):
             for k in ("delete", "update", "merge"):
                 props[f"write.{k}.isolation-level"] = isolation
-        self.catalog.create_table(self.IDENT, schema=self._schema(), partition_spec=self._spec(),
-                                  properties=props)
+        if table.format_version >= 3:
+            # PyIceberg 0.12 cannot write v3 metadata, not even a new table's: Spark creates it
+            # (PyIceberg reads it; its commits fail "Writing V3 is not yet supported")
+            spark, _ = _catalogs()
+            spark.sql(spt.create_table_sql(self.spark_name, table, spark_profile, props))
+        else:
+            self.catalog.create_table(self.IDENT, schema=self._schema(),
+                                      partition_spec=self._spec(), properties=props)
 
     def close(self) -> None:
         try:

@@ -79,6 +79,9 @@ INSTALL_HINT = (".venv/bin/pip install 'pyiceberg[sql-sqlite,pyarrow]==0.12.0' "
 
 # PyIceberg outcomes beyond the model's.
 ERROR_OUTCOME = "error"
+#: PyIceberg 0.12's refusal to stage a snapshot on a v3 table (pyiceberg/manifest.py,
+#: write_manifest / write_manifest_list: "Cannot write manifest[ list] for table version: 3")
+CANNOT_WRITE_V3 = "Cannot write manifest"
 NOOP_OUTCOME = sm.NOOP
 
 
@@ -118,6 +121,7 @@ _MODEL_CHECK_KIND = {
     "data_files_exist": "files gone",
     "missing_delete_paths": "files gone",
     "history": "history",
+    "format_unsupported": "format version",
 }
 
 _PY_MESSAGE_KIND = (
@@ -128,6 +132,7 @@ _PY_MESSAGE_KIND = (
     ("Data files were concurrently deleted", "files gone"),
     ("Missing required files to delete", "files gone"),
     ("No matching snapshot found", "history"),
+    (CANNOT_WRITE_V3, "format version"),
     ("Cannot find starting snapshot", "history"),
 )
 
@@ -138,7 +143,8 @@ _PY_MESSAGE_KIND = (
 # of check.
 _PY_WORDED = ("Added data files were found matching", "Deleted data files were found matching",
               "Data files were concurrently deleted: ",
-              "Cannot commit, found new delete for replace data file ")
+              "Cannot commit, found new delete for replace data file ",
+              CANNOT_WRITE_V3)
 _SNAPSHOT_SET_RE = re.compile(r"\{[^{}]*\}")
 _SNAPSHOT_ID_RE = re.compile(r"-?\d{4,}")
 _REPLACED_FILE = "Cannot commit, found new delete for replace data file "
@@ -321,8 +327,22 @@ class PyWriter:
     def __init__(self, pt: PyTable, name: str):
         self.pt, self.name = pt, name
         self.tx = None
+        self.refused: str | None = None
 
     def begin(self, intent) -> None:
+        """Stage the command in a transaction. On a v3 table PyIceberg 0.12 fails here, as the
+        staged snapshot writes its manifests ("Cannot write manifest for table version: 3",
+        or "... manifest list ..." when it has no file to list): that refusal is kept and
+        reported at ``commit``, where the model refuses the commit (profile key
+        ``max_format_version``); nothing reached the table in between."""
+        try:
+            self._stage(intent)
+        except ValueError as e:
+            if not str(e).startswith(CANNOT_WRITE_V3):
+                raise
+            self.tx, self.refused = None, str(e)
+
+    def _stage(self, intent) -> None:
         from pyiceberg.expressions import AlwaysTrue
 
         table = self.pt.load()
@@ -418,6 +438,9 @@ class PyWriter:
         from pyiceberg.exceptions import CommitFailedException, ValidationException
 
         import logging
+
+        if self.refused is not None:
+            return sm.VALIDATION_FAILED, self.refused
 
         log = logging.getLogger("pyiceberg.table")
         level = log.level

@@ -164,7 +164,7 @@ def _values_select(table, rows, gate: str | None = None, hint: str = "") -> str:
     return f"SELECT {hint}{cols} FROM VALUES {vals} AS v({', '.join(tmp)}){where}"
 
 
-def create_table_sql(name: str, table, profile) -> str:
+def create_table_sql(name: str, table, profile, props: dict[str, str] | None = None) -> str:
     types = table.schema.types()
     cols = ", ".join(f"`{n}` {_SQL_TYPES[types[n]]}" for n in table.schema.names)
     parts = []
@@ -176,7 +176,7 @@ def create_table_sql(name: str, table, profile) -> str:
             parts.append(f"{t.kind}({t.param}, `{f.source}`)")
         else:
             raise NotExpressible(f"partition transform {t.kind} is not mapped to Spark DDL")
-    props = table_properties(table, profile)
+    props = table_properties(table, profile) if props is None else props
     prop_sql = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
     part_sql = f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
     return f"CREATE TABLE {name} ({cols}) USING iceberg{part_sql} TBLPROPERTIES ({prop_sql})"

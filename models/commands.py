@@ -100,6 +100,7 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
         validate_on_first_attempt=profile.validate_on_first_attempt,
         idempotent_retry=profile.idempotent_retry,
         pyiceberg_validation=profile.pyiceberg_validation,
+        max_format_version=profile.max_format_version,
     )
 
 
@@ -108,7 +109,8 @@ def _engine_only(profile: Profile) -> Validations:
     idempotent retry)."""
     return Validations(validate_on_first_attempt=profile.validate_on_first_attempt,
                        idempotent_retry=profile.idempotent_retry,
-                       pyiceberg_validation=profile.pyiceberg_validation)
+                       pyiceberg_validation=profile.pyiceberg_validation,
+                       max_format_version=profile.max_format_version)
 
 
 def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:

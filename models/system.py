@@ -889,6 +889,19 @@ class Model:
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
                         metadata_writes=n)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
+        limit = operation.validations.max_format_version
+        if limit is not None and base.format_version > limit:
+            # PyIceberg 0.12 (profile key max_format_version) writes v1 and v2 manifests and
+            # manifest lists only (pyiceberg/manifest.py, write_manifest:1297-1302 and
+            # write_manifest_list:1432-1439 raise ValueError for any other version): a snapshot
+            # of data files fails at its manifest, one with none at its manifest list. PyIceberg
+            # fails as it stages the snapshot, before any commit; nothing reaches the table in
+            # between, and the model refuses it here, not retried (its catalog could not write
+            # v3 metadata either: TableMetadataV3.model_dump_json raises NotImplementedError)
+            what = "manifest" if operation.add_data or operation.delete_data else "manifest list"
+            return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                                f"Cannot write {what} for table version: {base.format_version}",
+                                "format_unsupported")
         try:
             start_id = self._starting_id(w)
             start_seq = None
