@@ -100,8 +100,9 @@ class Validations:
     pyiceberg_validation: bool = field(default=False, metadata={"digest_omit": True})
     # ReplacePartitions.validateAppendOnly(): failAnyDelete on both filter managers
     append_only: bool = field(default=False, metadata={"digest_omit_default": True})
-    # the highest table format version the engine can commit to (PyIceberg 0.12: 2, "Writing V3
-    # is not yet supported"); None: any. Fixed by the writer's profile, like idempotent_retry
+    # the highest table format version the engine can commit to (PyIceberg 0.12: 2, "Cannot
+    # write manifest for table version: 3"); None: any. Fixed by the writer's profile, like
+    # idempotent_retry
     max_format_version: int | None = field(default=None, metadata={"digest_omit": True})
 
     def enabled(self) -> list[str]:

@@ -93,9 +93,8 @@ class Profile:
     # delete files older than every remaining data file and the DVs of removed files
     keep_delete_files: bool = False
     # the highest table format version it can commit to (None: any). PyIceberg 0.12 writes v1
-    # and v2 metadata only: TableMetadataV3.model_dump_json raises NotImplementedError("Writing
-    # V3 is not yet supported, see: https://github.com/apache/iceberg-python/issues/1551"),
-    # so each commit to a v3 table fails as its catalog writes the new metadata file
+    # and v2 manifests, manifest lists and metadata only: staging a snapshot on a v3 table
+    # fails, "Cannot write manifest for table version: 3" (models/system.py, _write_metadata)
     max_format_version: int | None = None
 
     def rule(self, command: str) -> CommandRule:
