@@ -7,7 +7,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from icecheck.models.commands_spec import MERGE_INSERT, Command
+from icecheck.models.commands_spec import MERGE_INSERT, OVERWRITE_FILES, Command
 from icecheck.models.profiles import DROP_STRICT_COMMANDS
 from icecheck.models.system import Model, State, new_token
 
@@ -107,6 +107,13 @@ class Analysis:
         ops = [self.op(lb) for lb in labels]
         return bool(ops) and all(o is not None and getattr(o.intent, "kind", None) == MERGE_INSERT
                                  for o in ops)
+
+    def file_level_overwrites(self, labels) -> bool:
+        """One of these operations is a script's file-level overwrite (OVERWRITE_FILES:
+        PyIceberg's ``update_snapshot().overwrite()``), which swaps whole files: the
+        expectation table names the PyIceberg finding's dependency-graph view by it."""
+        return any(getattr(getattr(self.op(lb), "intent", None), "kind", None) == OVERWRITE_FILES
+                   for lb in labels)
 
     def deletes_dropped_by_rewrite(self, position: int) -> list[str]:
         """The delete files that the commit at lineage ``position`` dropped, when that commit is

@@ -329,5 +329,6 @@ def check(a) -> list:
              "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent,
              "rw_into_concurrent_insert": into_insert, "equivalent_writes": same,
              "insert_only_merge": a.insert_only_merges(writers),
+             "file_level_overwrite": a.file_level_overwrites(writers),
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
     return out
