@@ -9,8 +9,9 @@ file, or ``(id int, cat string, v string)`` partitioned by ``identity(cat)`` or
 (``writer_profiles``; which of w1/w2 is Spark is drawn) on a pair of profiles with one isolation
 level (one table has one ``write.*.isolation-level``), format v2 (PyIceberg 0.12 cannot write
 v3), each running one command from INSERT,
-DELETE, UPDATE and MERGE on a present or an absent key (on a table with ``cat``, a DELETE or
-UPDATE may be scoped to a partition: ``cat = 'a' AND id = 1``, or ``cat = 'a'``), in a drawn
+DELETE, UPDATE and MERGE (and for the PyIceberg writer OVERWRITE_FILES, a file-level script)
+on a present or an absent key (on a table with ``cat``, a DELETE, UPDATE or OVERWRITE_FILES may
+be scoped to a partition: ``cat = 'a' AND id = 1``, or ``cat = 'a'``), in a drawn
 begin/commit order.
 Every document goes through the real scenario parser, so a drawn scenario is a YAML file you
 can run (``icecheck conform --target mixed FILE``).
@@ -44,6 +45,10 @@ PAIRS = (("spark-3.5-cow-serializable", "pyiceberg-0.12-serializable"),
          ("spark-3.5-cow-snapshot", "pyiceberg-0.12-snapshot"),
          ("spark-3.5-mor-snapshot", "pyiceberg-0.12-snapshot"))
 KINDS = ("INSERT", "DELETE", "UPDATE", "MERGE")
+# the PyIceberg writer may also run a script on the file-level API (OVERWRITE_FILES: the files
+# holding the matching rows swapped for copies with them updated); drawn since session 18, so
+# a seed before that drew other scenarios
+PY_KINDS = KINDS + ("OVERWRITE_FILES",)
 # the orders of two writers' begin (b) and commit (c) steps
 ORDERS = (("b1", "c1", "b2", "c2"), ("b1", "b2", "c1", "c2"), ("b1", "b2", "c2", "c1"))
 
@@ -97,8 +102,8 @@ def _where(draw, shape: Shape, key: int, cat: str | None) -> str:
 
 
 @st.composite
-def _command(draw, shape: Shape, tag: str) -> dict:
-    kind = draw(st.sampled_from(KINDS))
+def _command(draw, shape: Shape, tag: str, kinds: tuple = KINDS) -> dict:
+    kind = draw(st.sampled_from(kinds))
     key = draw(st.sampled_from(tuple(shape.keys)))
     cat = shape.keys[key]
     if cat is None and shape.has_cat:                   # an absent key: either partition
@@ -107,8 +112,8 @@ def _command(draw, shape: Shape, tag: str) -> dict:
         return {"sql": "INSERT", "rows": [_row(shape, key, cat, tag)]}
     if kind == "DELETE":
         return {"sql": "DELETE", "where": _where(draw, shape, key, cat)}
-    if kind == "UPDATE":
-        return {"sql": "UPDATE", "where": _where(draw, shape, key, cat), "set": {"v": tag}}
+    if kind in ("UPDATE", "OVERWRITE_FILES"):
+        return {"sql": kind, "where": _where(draw, shape, key, cat), "set": {"v": tag}}
     return {"sql": "MERGE", "on": ["id"], "rows": [_row(shape, key, cat, tag)]}
 
 
@@ -118,7 +123,8 @@ def mixed_scenario_docs(draw) -> dict:
     spark, py = draw(st.sampled_from(PAIRS))
     spark_writer = draw(st.sampled_from(("w1", "w2")))
     profiles = {spark_writer: spark, ("w2" if spark_writer == "w1" else "w1"): py}
-    commands = {w: draw(_command(shape, f"{w}-{'spark' if p == spark else 'py'}"))
+    commands = {w: draw(_command(shape, f"{w}-{'spark' if p == spark else 'py'}",
+                                 KINDS if p == spark else PY_KINDS))
                 for w, p in sorted(profiles.items())}
     order = draw(st.sampled_from(ORDERS))
     first = draw(st.sampled_from(("w1", "w2")))         # who begins first

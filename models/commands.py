@@ -322,7 +322,17 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     by_file: dict[str, list[RowVersion]] = defaultdict(list)
     for r in rows:
         by_file[r.path].append(r)
-    if profile.separate_rewrites:
+    if cmd.kind == OVERWRITE_FILES:
+        # a script's copy of each file it swaps, written apart (one file per old file, split by
+        # partition as _dataframe_to_data_files does), its rows in their order, the matching
+        # ones updated (or dropped without SET): the script rewrites each file as a whole
+        # (mixed differential, seed 271129: a Spark validation named the one copy PyIceberg
+        # wrote where the model, rewriting as Transaction.delete does, wrote two)
+        add = ()
+        for path in touched:
+            copy = [changed.get((path, r.position), r.values) for r in by_file[path]]
+            add += _group_files(table, [v for v in copy if v is not None], names)
+    elif profile.separate_rewrites:
         add = _separate_rewrites(table, touched, by_file, changed, inserts, names)
     else:
         rewritten: list[tuple] = []
