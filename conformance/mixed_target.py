@@ -122,8 +122,9 @@ class SharedTable(pyt.PyTable):
             for k in ("delete", "update", "merge"):
                 props[f"write.{k}.isolation-level"] = isolation
         if table.format_version >= 3:
-            # PyIceberg 0.12 cannot write v3 metadata, not even a new table's: Spark creates it
-            # (PyIceberg reads it; its commits fail "Writing V3 is not yet supported")
+            # PyIceberg 0.12 cannot write v3 metadata, not even a new table's ("Writing V3 is
+            # not yet supported"): Spark creates it; PyIceberg reads it, and each snapshot it
+            # stages fails at its manifests (PyWriter.begin)
             spark, _ = _catalogs()
             spark.sql(spt.create_table_sql(self.spark_name, table, spark_profile, props))
         else:
