@@ -70,6 +70,33 @@ class ExploreConfig:
             return self.profile
         return ", ".join(f"w{i} {self.profile_of(i)}" for i in range(1, len(self.writers) + 1))
 
+    @property
+    def isolation_note(self) -> str | None:
+        """For a mixed run whose writers' profiles ask for different isolation levels: Spark and
+        PyIceberg read a command's level from the table's ``write.delete|update|merge.
+        isolation-level`` properties, so two writers running the same kind of command see one
+        level on a real table (the mixed conformance target skips such pairings); violations
+        are judged under the stricter writer's promise."""
+        if not self.mixed:
+            return None
+        from icecheck.models.profiles import get_profile
+        levels: dict[str, list[str]] = {}
+        for i in range(1, len(self.writers) + 1):
+            try:
+                level = get_profile(self.profile_of(i)).isolation
+            except KeyError:
+                continue
+            if level != "none":
+                levels.setdefault(level, []).append(f"w{i}")
+        if len(levels) < 2:
+            return None
+        who = "; ".join(f"{level}: {', '.join(ws)}" for level, ws in sorted(levels.items()))
+        return (f"the writers' profiles ask for different isolation levels ({who}): Spark and "
+                f"PyIceberg read a command's level from the table's write.delete/update/merge."
+                f"isolation-level properties, so two writers running the same kind of command "
+                f"see one level on a real table; check that your table's properties allow this "
+                f"pairing (violations are judged under the stricter writer's promise)")
+
     def writer_profile(self, writer: str) -> str:
         """The profile of writer ``writer`` (``"w2"``), for the expectation table's judgement
         of a violation by the writers it involves (``properties.expectations.expectation``)."""

@@ -733,6 +733,8 @@ def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por:
             res = _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluate,
                        heap)
     res.seconds = time.monotonic() - start
+    if cfg.isolation_note:
+        res.notes.append(cfg.isolation_note)
     from icecheck.compiled import active
     if active():
         res.notes.append("compiled build: the model, the properties and this search ran "

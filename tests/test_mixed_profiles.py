@@ -124,3 +124,23 @@ def test_explore_cli_writer_profile():
     assert r.exit_code == 1 and "w2 no-validation" in r.output
     r = CliRunner().invoke(main, args + ["--writer-profile", "w2=nope"])
     assert r.exit_code == 2 and "--writer-profile" in r.output
+
+
+def test_a_mixed_run_of_different_isolation_levels_says_so():
+    """A Spark serializable job beside a PyIceberg snapshot script: both engines read a
+    command's isolation level from the table's properties, so the run notes it; one level for
+    both writers, no note."""
+    from dataclasses import replace
+
+    from icecheck.engines.config import mix_config
+    from icecheck.engines.explicit import Bounds, search
+
+    base = mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), keys=1)
+    mixed = replace(base, writer_profiles=("pyiceberg-0.12-snapshot",))
+    note = mixed.isolation_note
+    assert note and "serializable: w2; snapshot: w1" in note
+    r = search(mixed, engine="bfs", workers=1, traces=False, bounds=Bounds(max_states=5))
+    assert note in r.notes
+    same = replace(base, writer_profiles=("pyiceberg-0.12-serializable",))
+    assert same.isolation_note is None
+    assert base.isolation_note is None
