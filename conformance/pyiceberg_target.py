@@ -141,13 +141,12 @@ _PY_MESSAGE_KIND = (
 # models/validation.py, _py_conflict, validate_data_files_exist and
 # validate_no_new_deletes_for_data_files with pyiceberg=True): compared whole, the rest by kind
 # of check.
+_FILES_GONE = "Data files were concurrently deleted: "
+_REPLACED_FILE = "Cannot commit, found new delete for replace data file "
 _PY_WORDED = ("Added data files were found matching", "Deleted data files were found matching",
-              "Data files were concurrently deleted: ",
-              "Cannot commit, found new delete for replace data file ",
-              CANNOT_WRITE_V3)
+              _FILES_GONE, _REPLACED_FILE, CANNOT_WRITE_V3)
 _SNAPSHOT_SET_RE = re.compile(r"\{[^{}]*\}")
 _SNAPSHOT_ID_RE = re.compile(r"-?\d{4,}")
-_REPLACED_FILE = "Cannot commit, found new delete for replace data file "
 _QUOTED_RE = re.compile(r"'[^']*'")
 
 
@@ -173,7 +172,7 @@ def mask_py_message(message: str | None) -> str | None:
         return None
     if message.startswith(_REPLACED_FILE):
         return _REPLACED_FILE + "<file>"
-    if message.startswith("Data files were concurrently deleted: "):
+    if message.startswith(_FILES_GONE):
         return _QUOTED_RE.sub("'<file>'", message)
     return message
 

@@ -188,6 +188,13 @@ def _drop_strict_matches(rows: list[RowVersion], live: dict, where: Expr, change
             changed[(r.path, r.position)] = None
 
 
+def _rewritten(path: str, by_file: dict, changed: dict) -> list[tuple]:
+    """The rows a copy-on-write rewrite of file ``path`` keeps, in their order: each row as
+    ``changed`` leaves it (updated, or dropped when None), the others as they are."""
+    copy = (changed.get((path, r.position), r.values) for r in by_file[path])
+    return [v for v in copy if v is not None]
+
+
 def _separate_rewrites(table: TableConfig, touched: list[str], by_file: dict, changed: dict,
                        inserts: list[tuple], names: _Names) -> tuple[DataFile, ...]:
     """A copy-on-write command's new files as PyIceberg writes them (profile key
@@ -328,21 +335,13 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         # ones updated (or dropped without SET): the script rewrites each file as a whole
         # (mixed differential, seed 271129: a Spark validation named the one copy PyIceberg
         # wrote where the model, rewriting as Transaction.delete does, wrote two)
-        add = ()
-        for path in touched:
-            copy = [changed.get((path, r.position), r.values) for r in by_file[path]]
-            add += _group_files(table, [v for v in copy if v is not None], names)
+        add = tuple(f for path in touched
+                    for f in _group_files(table, _rewritten(path, by_file, changed), names))
     elif profile.separate_rewrites:
         add = _separate_rewrites(table, touched, by_file, changed, inserts, names)
     else:
-        rewritten: list[tuple] = []
-        for path in touched:
-            for r in by_file[path]:
-                new = changed.get((path, r.position), r.values)
-                if new is not None:
-                    rewritten.append(new)
-        rewritten.extend(inserts)
-        add = _group_files(table, rewritten, names)
+        rewritten = [v for path in touched for v in _rewritten(path, by_file, changed)]
+        add = _group_files(table, rewritten + list(inserts), names)
     return Operation(ops.OVERWRITE, add_data=add,
                      delete_data=tuple(live[p] for p in touched),
                      validations=_validations(rule, profile, cmd, (), where),

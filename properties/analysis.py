@@ -161,8 +161,7 @@ class Analysis:
     def dangling_text(self, position: int, left: list[str]) -> str:
         """In words: the commit at ``position`` replaced a data file but kept the delete files
         ``left`` (``deletes_left_dangling``) that named it."""
-        op = self.history.lineage_ops[position]
-        return (f"{self.who(op.label)} replaced a data file that the delete file(s) "
+        return (f"{self.who(self.committed_by(position))} replaced a data file that the delete file(s) "
                 f"{', '.join(left)} name, copying its rows to a new file without those deletes; "
                 f"the delete file(s) still name the removed file.")
 
