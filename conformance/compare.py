@@ -292,7 +292,9 @@ def _judge(c: Comparison, plan: Plan, run: JavaRun) -> None:
 
 def _agree(op: ModelOp, java_outcome: str, java_message: str | None) -> tuple[bool, str | None]:
     if java_outcome == NOT_RUN:
-        return True, "noop: nothing to run on Java"
+        if op.operation is None:
+            return True, "noop: nothing to run on Java"
+        return True, f"not committed on Java (the model's operation ended {op.outcome})"
     if op.outcome != java_outcome:
         return False, (f"outcome: model {op.outcome}, java {java_outcome}"
                        + (f" ({java_message})" if java_message else ""))

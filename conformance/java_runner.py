@@ -38,7 +38,7 @@ from icecheck.models.system import Action, Model, ModelConfig
 from icecheck.models.table import TableConfig
 
 # What the Java side reports for operations it did not commit on purpose.
-NOT_RUN = "not_run"            # a model noop: nothing to run on Java
+NOT_RUN = "not_run"            # not run on the real library: a model noop, or never committed
 
 
 @dataclass
@@ -201,14 +201,10 @@ def run_plan(plan: Plan, catalog: str = "hadoop", *, table: TableConfig | None =
                 run.outcomes[key] = JavaOutcome(outcome, message,
                                                 None if outcome == COMMITTED else w.java_exception,
                                                 w.snapshot)
+        # a model noop, or an operation begun and never committed (crashed, unfinished, read
+        # failed): not run on Java, never the model's own outcome (compare._agree notes it)
         for op in plan.ops:
-            key = (op.writer, op.index)
-            if key in run.outcomes:
-                continue
-            if op.operation is None:
-                run.outcomes[key] = JavaOutcome(NOT_RUN, None)
-            else:                                 # begun, never committed (crashed / unfinished)
-                run.outcomes[key] = JavaOutcome(op.outcome, None)
+            run.outcomes.setdefault((op.writer, op.index), JavaOutcome(NOT_RUN, None))
         run.live_data_files, run.live_delete_files = jt.live_files()
         run.deleted_files = jt.deleted_files()
     run.seconds = time.perf_counter() - t0

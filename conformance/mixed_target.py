@@ -281,10 +281,10 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
                         out.statements)
                 files.learn(op.operation if outcome == sm.COMMITTED else None)
                 out.outcomes[key] = (outcome, files.rename(message))
+        # never the model's own outcome for what the real engines did not run (an operation the
+        # model left unfinished or crashed): "not run", which no comparison counts as agreement
         for op in plan.ops:
-            out.outcomes.setdefault((op.writer, op.index),
-                                    (op.outcome, None) if op.operation is not None
-                                    else (NOT_RUN, None))
+            out.outcomes.setdefault((op.writer, op.index), (NOT_RUN, None))
         out.rows = spt.sort_rows(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect())
     finally:
         pt.close()
@@ -322,7 +322,9 @@ def _judge(c: Comparison, run, plan: Plan, real: _Run, model_rows) -> None:
 def _compare(cid, path, source, run) -> Comparison:
     c = Comparison(cid, path, source, AGREE, model_seconds=run.seconds)
     try:
-        plan = build_plan(run.config, run.actions)
+        # an operation the model ends read_failed (a file expiry deleted) is run too: the real
+        # engine shows whether and how it fails
+        plan = build_plan(run.config, run.actions, run_read_failures=True)
     except sm.StepError as e:
         c.status, c.reason = SKIPPED, f"the run does not replay on the model: {e}"
         return c

@@ -67,6 +67,7 @@ from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
 from icecheck.models.system import Action, Model, ModelConfig
 from icecheck.models.table import TableConfig
+from icecheck.models.validation import PY_NO_MATCHING_SNAPSHOT, PY_NO_STARTING_SNAPSHOT
 
 from .compare import (AGREE, DISAGREE, ERROR, SKIPPED, AllowEntry, Comparison, OpComparison,
                       apply_allowlist, scenario_on_model, trace_on_model)
@@ -144,7 +145,8 @@ _PY_MESSAGE_KIND = (
 _FILES_GONE = "Data files were concurrently deleted: "
 _REPLACED_FILE = "Cannot commit, found new delete for replace data file "
 _PY_WORDED = ("Added data files were found matching", "Deleted data files were found matching",
-              _FILES_GONE, _REPLACED_FILE, CANNOT_WRITE_V3)
+              _FILES_GONE, _REPLACED_FILE, CANNOT_WRITE_V3, PY_NO_STARTING_SNAPSHOT,
+              PY_NO_MATCHING_SNAPSHOT)
 _SNAPSHOT_SET_RE = re.compile(r"\{[^{}]*\}")
 _SNAPSHOT_ID_RE = re.compile(r"-?\d{4,}")
 _QUOTED_RE = re.compile(r"'[^']*'")
@@ -170,6 +172,8 @@ def mask_py_message(message: str | None) -> str | None:
     message = mask_snapshot_ids(message)
     if message is None:
         return None
+    if message.startswith(PY_NO_STARTING_SNAPSHOT):     # PyIceberg's snapshot ids are random
+        return _SNAPSHOT_ID_RE.sub("<id>", message)
     if message.startswith(_REPLACED_FILE):
         return _REPLACED_FILE + "<file>"
     if message.startswith(_FILES_GONE):
@@ -455,6 +459,10 @@ class PyWriter:
             return sm.VALIDATION_FAILED, str(e)
         except CommitFailedException as e:
             return sm.COMMIT_FAILED, str(e)
+        except FileNotFoundError as e:
+            # a file the commit reads is gone (another engine's expiry deleted it): the model's
+            # read_failed (pyarrow's "Failed to open local file ...")
+            return sm.READ_FAILED, f"{type(e).__name__}: {e}"
         except Exception as e:  # noqa: BLE001 - reported as PyIceberg's error
             return ERROR_OUTCOME, f"{type(e).__name__}: {e}"
         finally:
@@ -537,11 +545,10 @@ def run_plan(plan: Plan, intents: dict, profile: str | None) -> PyRun:
                 writers[key] = w
             if kind in ("commit", "noop"):
                 run.outcomes[key] = writers[key].commit()
+        # never the model's own outcome for an operation PyIceberg did not run (one the model
+        # left unfinished, or ended before its commit): "not run", which counts as no evidence
         for op in plan.ops:
-            key = (op.writer, op.index)
-            if key not in run.outcomes:
-                run.outcomes[key] = (op.outcome, None) if op.operation is not None \
-                    else (NOT_RUN, None)
+            run.outcomes.setdefault((op.writer, op.index), (NOT_RUN, None))
         run.rows = pt.rows()
     run.seconds = time.perf_counter() - t0
     return run

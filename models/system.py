@@ -40,7 +40,7 @@ from .operations import Operation
 from .producer import produce_snapshot, validate_operation
 from .store import ObjectStore
 from .table import TableConfig
-from .validation import ValidationFailed
+from .validation import PY_NO_STARTING_SNAPSHOT, ValidationFailed
 from .values import replace
 
 # Writer phases.
@@ -723,12 +723,15 @@ class Model:
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.whole or w.operation
-        if state.store.deleted and not isinstance(w.intent, Operation):
+        if state.store.deleted and not isinstance(w.intent, Operation) \
+                and op.validations.validate_on_first_attempt:
             # An engine reads the data files it rewrites, or whose rows its position deletes
             # target, while its tasks run: after planning, before the commit. One that expiry
             # deleted meanwhile fails the job (Spark: Iceberg's NotFoundException "File does not
             # exist", observed; scenario spark-expire-retain-last-stale-writer). A Java API user's
-            # raw operation already has its files and reads nothing.
+            # raw operation already has its files and reads nothing, and PyIceberg (which swaps
+            # its first attempt against the metadata it began at: validate_on_first_attempt
+            # false) read and wrote everything as it staged the transaction, when it began.
             gone = [p for p in _files_read(op) if p in state.store.deleted]
             if gone:
                 return self._finish(state, w, READ_FAILED, f"File does not exist: {gone[0]}",
@@ -808,6 +811,18 @@ class Model:
             return self._put_writer(state, replace(w, phase=VALIDATED))
         if op.validations.validate_on_first_attempt or w.attempt > 0 or op.no_snapshot:
             base = state.metadata_at(w.refreshed_path)
+            if op.validations.pyiceberg_validation and w.base_snapshot_id is not None \
+                    and base.snapshot(w.base_snapshot_id) is None:
+                # PyIceberg's retry (Transaction._rebuild_snapshot_updates) and its empty staged
+                # output resolve the commit window on the refreshed metadata first, for every
+                # producer, a plain append too: CommitWindow.resolve raises "Cannot find starting
+                # snapshot {id}" once the snapshot the writer began at was expired (scenario
+                # commands/mixed-pyiceberg-append-retry-starting-snapshot-expired, agreed on real
+                # Spark + PyIceberg)
+                return self._finish(state, w, VALIDATION_FAILED,
+                                    f"{PY_NO_STARTING_SNAPSHOT}{w.base_snapshot_id}", "history",
+                                    store=self._clean_all(state, w),
+                                    snapshot_id=w.phantom_id, applied=w.phantom_id is not None)
             try:
                 validate_operation(state.store, self._table_at(base), base, op,
                                    self._starting_id(w))
@@ -909,7 +924,16 @@ class Model:
                 began = state.metadata_at(w.base_path).snapshot(start_id)
                 start_seq = began.sequence_number if began is not None else None
             cache = dict(w.filter_cache[0]) if w.filter_cache else {}
-            produced = produce_snapshot(state.store, self._table_at(base), base, operation,
+            reads = state.store
+            if w.attempt == 0 and not operation.validations.validate_on_first_attempt \
+                    and w.refreshed_path == w.base_path:
+                # PyIceberg's first attempt is the snapshot it staged when it began (manifests
+                # and manifest list written inside the transaction's ``with`` block), from what
+                # the base reached then: an expiry since cannot fail it (every object of the
+                # base is in the archive; scenario commands/mixed-pyiceberg-append-retry-
+                # starting-snapshot-expired, agreed on real Spark + PyIceberg)
+                reads = state.store.archive()
+            produced = produce_snapshot(reads, self._table_at(base), base, operation,
                                         snapshot_id=snapshot_id, writer_name=w.name,
                                         metadata_path=path, starting_id=start_id,
                                         starting_sequence=start_seq, filter_cache=cache)

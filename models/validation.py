@@ -53,6 +53,12 @@ class Window:
     snapshot_ids: frozenset[int]
 
 
+#: PyIceberg's failures of the commit window (pyiceberg/table/update/validate.py
+#: ``_validation_history``; pyiceberg/table/update/snapshot.py ``CommitWindow.resolve``)
+PY_NO_MATCHING_SNAPSHOT = "No matching snapshot found."
+PY_NO_STARTING_SNAPSHOT = "Cannot find starting snapshot "
+
+
 def ancestors_between(meta: TableMetadata, latest_id: int | None, oldest_id: int | None) -> list[Snapshot]:
     """Java SnapshotUtil.ancestorsBetween: from ``latest`` back, stopping before ``oldest``."""
     out = []
@@ -64,7 +70,19 @@ def ancestors_between(meta: TableMetadata, latest_id: int | None, oldest_id: int
 
 
 def validation_history(store: Mapping, base: TableMetadata, starting_id: int | None,
-                       operations: frozenset[str], content: str, parent: Snapshot) -> Window:
+                       operations: frozenset[str], content: str, parent: Snapshot, *,
+                       pyiceberg: bool = False) -> Window:
+    """Java's ``MergingSnapshotProducer.validationHistory``: the manifests of ``content`` that
+    the window's snapshots of ``operations`` added.
+
+    ``pyiceberg``: PyIceberg's ``_validation_history`` (pyiceberg/table/update/validate.py,
+    0.12.0): the same walk from the head, which must reach the starting snapshot itself, or
+    "No matching snapshot found." (a snapshot between them was expired: the chain of parents
+    breaks). Where Java's check is ``lastSnapshot.parentId() == startingSnapshotId``, the two
+    agree whenever the starting snapshot is still in the metadata, which PyIceberg's retry
+    makes sure of first (``CommitWindow.resolve``, ``Model._validate``); with no starting
+    snapshot (an empty table when the writer began) PyIceberg walks the whole lineage and
+    never fails, Java fails where the chain breaks."""
     manifests: list[Manifest] = []
     new_ids: set[int] = set()
     last: Snapshot | None = None
@@ -77,6 +95,10 @@ def validation_history(store: Mapping, base: TableMetadata, starting_id: int | N
                 if m.content == content and m.added_snapshot_id == snap.snapshot_id:
                     manifests.append(m)
     if last is not None and last.parent_id != starting_id:
+        if pyiceberg:
+            if starting_id is None:
+                return Window(tuple(manifests), frozenset(new_ids))
+            raise ValidationFailed("history", PY_NO_MATCHING_SNAPSHOT)
         raise ValidationFailed(
             "history",
             f"Cannot determine history between starting snapshot "
@@ -202,7 +224,7 @@ def validate_added_data_files(store, table, base, starting_id, expr, parent, *,
     """validateAddedDataFiles: no data file was ADDED in the window that could match ``expr``.
     ``pyiceberg``: PyIceberg's ``_validate_added_data_files`` (``_py_entries``)."""
     window = validation_history(store, base, starting_id, VALIDATE_ADDED_FILES_OPERATIONS,
-                                DATA_MANIFEST, parent)
+                                DATA_MANIFEST, parent, pyiceberg=pyiceberg)
     if pyiceberg:
         entries = _py_entries(window, expr, (ADDED, EXISTING))
         if entries:
@@ -225,7 +247,8 @@ def _added_delete_entries(store, table, base, starting_id, expr, parent, operati
     window's snapshots, by ``_py_matches`` (no partition)."""
     if table.format_version < 2:
         return []
-    window = validation_history(store, base, starting_id, operations, DELETE_MANIFEST, parent)
+    window = validation_history(store, base, starting_id, operations, DELETE_MANIFEST, parent,
+                                pyiceberg=pyiceberg)
     if pyiceberg:
         return _py_entries(window, expr, (ADDED,))
     start_seq = starting_sequence_number(base, starting_id)
@@ -380,7 +403,7 @@ def validate_deleted_data_files(store, table, base, starting_id, expr, parent, *
     """validateDeletedDataFiles: no data file matching ``expr`` was deleted in the window.
     ``pyiceberg``: PyIceberg's ``_validate_deleted_data_files`` (``_py_entries``)."""
     window = validation_history(store, base, starting_id, VALIDATE_DELETED_DATA_FILES_OPERATIONS,
-                                DATA_MANIFEST, parent)
+                                DATA_MANIFEST, parent, pyiceberg=pyiceberg)
     if pyiceberg:
         entries = _py_entries(window, expr, (DELETED,))
         if entries:
@@ -418,7 +441,7 @@ def validate_data_files_exist(store, table, base, starting_id, required: Iterabl
         # _validate_data_files_exist: the window's DELETED entries of the files' partitions
         # (partition_set, no filter) that are one of the files; paths sorted, as a Python list
         window = validation_history(store, base, starting_id, VALIDATE_DATA_FILES_EXIST_OPERATIONS,
-                                    DATA_MANIFEST, parent)
+                                    DATA_MANIFEST, parent, pyiceberg=True)
         gone = sorted({e.file.path for e in _entries(window)
                        if e.status == DELETED and e.file.path in required})
         if gone:

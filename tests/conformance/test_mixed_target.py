@@ -64,3 +64,18 @@ def test_mixed_corpus_traces_agree(mixed, name):
     c = mixed.compare_trace(os.path.join(TRACES, name))
     assert c.status == AGREE, (c.reason, c.differences)
     assert c.model_rows == c.real_rows
+
+
+def test_an_operation_the_model_ends_early_is_run_on_the_real_engines(mixed):
+    """The PyIceberg append of mixed-pyiceberg-append-retry-starting-snapshot-expired used to
+    end read_failed in the model (it read an expired manifest list at its commit), and the
+    target, which did not run it, filled in the model's own outcome: "agree". Now every
+    operation the model begins is run, and one the real engines did not run is "not run",
+    never the model's outcome: here PyIceberg's own message comes back."""
+    c = mixed.compare_scenario(load_scenario(os.path.join(
+        CMDS, "mixed-pyiceberg-append-retry-starting-snapshot-expired.yaml")))
+    assert c.status == AGREE, (c.reason, c.differences)
+    w1 = [o for o in c.ops if o.writer == "w1"][0]
+    assert w1.java_outcome == "validation_failed"
+    assert w1.java_message.startswith("Cannot find starting snapshot ")
+    assert w1.java_message != w1.model_message          # PyIceberg's random snapshot id

@@ -129,7 +129,7 @@ def _allowed_ids():
 def test_scenario_agrees_with_pyiceberg(path):
     c = _compare(path)
     assert c.status != "error", c.reason
-    if os.path.dirname(path).endswith(os.path.join("scenarios", "pyiceberg")):
+    if os.path.dirname(path).endswith(os.path.join("scenarios", "builtin", "pyiceberg")):
         assert c.status != "skipped", c.reason
     if c.status == "allowed":
         pytest.xfail(f"allow-listed: {c.reason}")
@@ -166,3 +166,47 @@ def test_trace_with_pyiceberg_profile(tmp_path):
 def test_spark_trace_is_skipped():
     c = target.compare_trace(os.path.join(ROOT, "traces", "lost-write-cas-rejected.json"))
     assert c.status == "skipped" and "not a PyIceberg profile" in c.reason
+
+
+def test_history_broken_by_expiry_is_worded_as_pyiceberg(tmp_path):
+    """scenarios/builtin/expiry/pyiceberg-delete-retry-history-broken-by-expiry.yaml, run on
+    PyIceberg itself (the target does not drive expiry): a DELETE staged at snapshot 1 retries
+    after snapshot 2 (between its start and the head) was expired, and fails with the message
+    the model gives (``validation.PY_NO_MATCHING_SNAPSHOT``)."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import ValidationException
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, NestedField, StringType
+
+    from icecheck.scenarios.format import load_scenario
+    from icecheck.scenarios.runner import run_scenario
+
+    path = os.path.join(ROOT, "scenarios", "builtin", "expiry",
+                        "pyiceberg-delete-retry-history-broken-by-expiry.yaml")
+    verdict = run_scenario(load_scenario(path))       # its last step: w1's commit
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    cat.create_namespace("n")
+    schema = Schema(NestedField(1, "id", IntegerType(), required=False),
+                    NestedField(2, "v", StringType(), required=False))
+    t = cat.create_table("n.t", schema=schema, properties={
+        "format-version": "2", "write.delete.isolation-level": "serializable",
+        "commit.retry.min-wait-ms": "1", "commit.retry.max-wait-ms": "5"})
+
+    def rows(*rs):
+        return pa.Table.from_pylist([{"id": i, "v": v} for i, v in rs], schema=schema.as_arrow())
+
+    t.append(rows((1, "v0"), (2, "v0")))
+    tx = cat.load_table("n.t").transaction()
+    tx.delete("id = 1")
+    other = cat.load_table("n.t")
+    other.append(rows((3, "a")))
+    second = other.current_snapshot().snapshot_id
+    other.append(rows((4, "b")))
+    other.maintenance.expire_snapshots().by_id(second).commit()
+    with pytest.raises(ValidationException) as e:
+        tx.commit_transaction()
+    assert (verdict.outcome, verdict.message) == ("validation_failed", str(e.value))
+    got = sorted((r["id"], r["v"]) for r in cat.load_table("n.t").scan().to_arrow().to_pylist())
+    assert [list(r) for r in got] == [list(r) for r in verdict.rows]
