@@ -292,9 +292,10 @@ def _judge(c: Comparison, plan: Plan, run: JavaRun) -> None:
 
 def _agree(op: ModelOp, java_outcome: str, java_message: str | None) -> tuple[bool, str | None]:
     if java_outcome == NOT_RUN:
+        # no evidence either way (every target judges this alike: say no engine's name)
         if op.operation is None:
-            return True, "noop: nothing to run on Java"
-        return True, f"not committed on Java (the model's operation ended {op.outcome})"
+            return True, "noop: nothing to run"
+        return True, f"not committed on the real library (the model's operation ended {op.outcome})"
     if op.outcome != java_outcome:
         return False, (f"outcome: model {op.outcome}, java {java_outcome}"
                        + (f" ({java_message})" if java_message else ""))
