@@ -51,6 +51,12 @@ KINDS = ("INSERT", "DELETE", "UPDATE", "MERGE")
 PY_KINDS = KINDS + ("OVERWRITE_FILES",)
 # the orders of two writers' begin (b) and commit (c) steps
 ORDERS = (("b1", "c1", "b2", "c2"), ("b1", "b2", "c1", "c2"), ("b1", "b2", "c2", "c1"))
+# a third writer (w3, on the Spark profile), drawn since session 19: none, or a Spark INSERT or
+# expire_snapshots (retain_last 1) committed whole at a drawn point of the two writers'
+# timeline. A commit in between is what a writer's retry sees: the PyIceberg file-level
+# overwrite finding needs one after the Spark DELETE, and a PyIceberg retry after an expiry
+# resolves its window first (docs/conformance-mixed.md). Seeds before session 19 drew others.
+THIRD = (None, "INSERT", "EXPIRE")
 
 
 @dataclass(frozen=True)
@@ -133,13 +139,25 @@ def mixed_scenario_docs(draw) -> dict:
     for ev in order:
         w = name[ev[1]]
         steps.append({"begin": w, "command": commands[w]} if ev[0] == "b" else {"commit": w})
+    third = draw(st.sampled_from(THIRD))
+    if third is not None:
+        if third == "INSERT":
+            key = draw(st.sampled_from(tuple(shape.keys)))
+            cat = shape.keys[key] or ("a" if shape.has_cat else None)
+            command = {"sql": "INSERT", "rows": [_row(shape, key, cat, "w3-spark")]}
+        else:
+            command = {"sql": "EXPIRE", "retain_last": 1}
+        at = draw(st.integers(1, len(steps)))      # after the set-up commit, anywhere
+        steps[at:at] = [{"begin": "w3", "command": command}, {"commit": "w3"}]
+        profiles["w3"] = spark
     table: dict = {"format_version": 2, "schema": dict(shape.schema)}
     if shape.spec:
         table["partition_spec"] = list(shape.spec)
     return {"version": 1, "id": "random-mixed",
             "description": f"random mixed-engine scenario ({shape.name} table): "
                            f"{spark_writer} on Spark",
-            "profile": profiles["w1"], "writer_profiles": {"w2": profiles["w2"]},
+            "profile": profiles["w1"],
+            "writer_profiles": {w: p for w, p in sorted(profiles.items()) if w != "w1"},
             # format v2 only: PyIceberg 0.12 cannot write v3 ("Writing V3 is not yet supported")
             "table": table,
             "files": {f: {"rows": [list(r) for r in rows]} for f, rows in shape.files.items()},

@@ -112,3 +112,29 @@ def test_drawn_partitioned_scenarios_run_on_the_model():
     res = run_mixed_differential(40, 13, compare=compare)
     assert res.statuses == {AGREE: 40}
     assert {"committed", "validation_failed"} <= outcomes, outcomes
+
+
+def test_a_third_spark_commit_is_drawn_at_any_point():
+    """Since session 19 a third writer (w3, on the Spark writer's profile) may commit an INSERT
+    or an expire_snapshots anywhere after the set-up: what the two writers' retries see. The
+    drawn scenarios run on the model, and some end with a PyIceberg writer failing on its
+    expired starting snapshot."""
+    seen, messages = [], set()
+
+    def compare(sc):
+        seen.append(sc)
+        verdict, _ = execute_scenario(sc, model_config(sc))
+        messages.update(s.message for s in verdict.steps if s.message)
+        return Comparison(sc.id, sc.path, "random", AGREE)
+    run_mixed_differential(120, 17, compare=compare)
+    thirds = [sc for sc in seen if "w3" in sc.writer_profiles]
+    assert len(thirds) < len(seen)                  # not every scenario has one
+    kinds = {st.command.kind for sc in thirds for st in sc.steps
+             if getattr(st, "writer", None) == "w3" and getattr(st, "command", None)}
+    assert kinds == {"INSERT", "EXPIRE"}, kinds
+    for sc in thirds:
+        spark = next(w for w in ("w1", "w2") if sc.profile_of(w).startswith("spark"))
+        assert sc.profile_of("w3") == sc.profile_of(spark)
+        positions = [i for i, st in enumerate(sc.steps) if getattr(st, "writer", None) == "w3"]
+        assert positions[0] >= 1 and positions[1] == positions[0] + 1
+    assert any(m.startswith("Cannot find starting snapshot") for m in messages), messages
