@@ -67,7 +67,8 @@ from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
 from icecheck.models.system import Action, Model, ModelConfig
 from icecheck.models.table import TableConfig
-from icecheck.models.validation import PY_NO_MATCHING_SNAPSHOT, PY_NO_STARTING_SNAPSHOT
+from icecheck.models.validation import (PY_NEW_DELETE_FILES, PY_NO_MATCHING_SNAPSHOT,
+                                         PY_NO_STARTING_SNAPSHOT)
 
 from .compare import (AGREE, DISAGREE, ERROR, SKIPPED, AllowEntry, Comparison, OpComparison,
                       apply_allowlist, scenario_on_model, trace_on_model)
@@ -172,6 +173,11 @@ def mask_py_message(message: str | None) -> str | None:
     message = mask_snapshot_ids(message)
     if message is None:
         return None
+    if message.startswith(PY_NEW_DELETE_FILES) and ": [" in message:
+        # "... matching {data_filter}: ['<path>', ...]": the filter compared as printed, the
+        # delete files (Spark's, named by the real engine) counted
+        head, _, paths = message.rpartition(": [")
+        return f"{head}: [" + _QUOTED_RE.sub("'<file>'", paths)
     if message.startswith(PY_NO_STARTING_SNAPSHOT):     # PyIceberg's snapshot ids are random
         return _SNAPSHOT_ID_RE.sub("<id>", message)
     if message.startswith(_REPLACED_FILE):
@@ -186,7 +192,7 @@ def agree_on_failure(op, message: str | None) -> tuple[bool, str | None]:
     (``mask_py_message``: snapshot ids and PyIceberg's own file names masked); for the others,
     which the model still words as Java does, the kind of check is compared and a difference is
     only noted."""
-    if op.message and op.message.startswith(_PY_WORDED):
+    if op.message and (op.message.startswith(_PY_WORDED) or _py_worded_new_deletes(op.message)):
         if mask_py_message(op.message) != mask_py_message(message):
             return False, f"message: model {op.message!r}, pyiceberg {message!r}"
         return True, None
@@ -194,6 +200,14 @@ def agree_on_failure(op, message: str | None) -> tuple[bool, str | None]:
     if mk != pk:
         return True, f"check differs (detail): model {mk!r}, pyiceberg {pk!r}"
     return True, None
+
+
+def _py_worded_new_deletes(message: str) -> bool:
+    """Did the model word "Found new conflicting delete files ..." as PyIceberg does? Its
+    filter then prints as PyIceberg's classes (``EqualTo(...``, ``And(...``: a capital), where
+    Java's rendering starts ``ref(``, ``(``, ``not(``, ``true`` (``Validations.py_filter``)."""
+    rest = message[len(PY_NEW_DELETE_FILES):] if message.startswith(PY_NEW_DELETE_FILES) else ""
+    return rest[:1].isupper()
 
 
 def model_check_kind(check: str | None) -> str | None:

@@ -41,7 +41,8 @@ from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_match_file,
-                      must_match_bounds, must_match_strict_projection, or_)
+                      must_match_bounds, must_match_strict_projection, or_, pyiceberg_str,
+                      pyiceberg_str_of)
 from .metadata import TableMetadata
 from .operations import Operation, Validations
 from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
@@ -84,8 +85,17 @@ def _group_files(table: TableConfig, rows: list[tuple], names: _Names) -> tuple[
 def _validations(rule: CommandRule, profile: Profile, cmd: Command,
                  referenced: tuple[str, ...], where: Expr | None = None) -> Validations:
     v = set(rule.validations)
+    py_filter = None
+    if profile.pyiceberg_validation and "filter" in v:
+        # what PyIceberg prints of its conflict filter: the text as written, parsed as its
+        # parser builds it, or (an upsert's keys) the predicate its code builds
+        if where is None or where is cmd.where:
+            py_filter = pyiceberg_str(cmd.where_sql) if cmd.where_sql else None
+        else:
+            py_filter = pyiceberg_str_of(where)
     where = cmd.where if where is None else where
     return Validations(
+        py_filter=py_filter,
         from_snapshot="from_snapshot" in v,
         filter=where if "filter" in v else None,
         no_conflicting_data="no_conflicting_data" in v,

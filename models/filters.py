@@ -398,7 +398,7 @@ _GRAMMAR = r"""
             | conjunction _AND negation                     -> and_expr
 ?negation: _NOT negation                                    -> not_expr
          | atom
-?atom: _LPAR disjunction _RPAR
+?atom: _LPAR disjunction _RPAR                              -> paren
      | _TRUE                                                -> true_expr
      | _FALSE                                               -> false_expr
      | NAME cmp_op literal                                  -> cmp_expr
@@ -485,6 +485,10 @@ class _ToExpr(Transformer):
 
     def not_expr(self, children: list) -> Expr:
         return not_(children[0])
+
+    def paren(self, children: list) -> Expr:
+        # parentheses only group (kept in the tree for PyIceberg's rendering, pyiceberg_str)
+        return children[0]
 
     def true_expr(self, children: list) -> Expr:
         return _TRUE
@@ -621,6 +625,143 @@ def parse_filter(text: str) -> Expr:
         raise FilterSyntaxError("filter nested too deeply") from None
     assert not isinstance(result, (Tree, Token)), result
     return result
+
+
+# --------------------------------------------------------------------------------------------
+# PyIceberg's rendering of a filter
+
+
+_PY_CMP = {"=": "EqualTo", "!=": "NotEqualTo", "<": "LessThan", "<=": "LessThanOrEqual",
+           ">": "GreaterThan", ">=": "GreaterThanOrEqual"}
+_PY_TRUE, _PY_FALSE = "AlwaysTrue()", "AlwaysFalse()"
+
+
+def _py_literal(value: LiteralValue) -> str:
+    """``repr`` of PyIceberg's literal: ``LongLiteral(1)`` for an int (its parser and
+    ``literal(int)`` make longs), ``literal('a')`` for a string (``StringLiteral.__repr__``)."""
+    return f"literal({value!r})" if isinstance(value, str) else f"LongLiteral({value})"
+
+
+def _py_ref(column: str) -> str:
+    return f"Reference(name={column!r})"
+
+
+def _py_and(left: str, right: str) -> str:
+    """``And(left, right)``'s folding (pyiceberg/expressions/__init__.py, ``And.__new__``)."""
+    if _PY_FALSE in (left, right):
+        return _PY_FALSE
+    if left == _PY_TRUE:
+        return right
+    if right == _PY_TRUE:
+        return left
+    return f"And(left={left}, right={right})"
+
+
+def _py_or(left: str, right: str) -> str:
+    if _PY_TRUE in (left, right):
+        return _PY_TRUE
+    if left == _PY_FALSE:
+        return right
+    if right == _PY_FALSE:
+        return left
+    return f"Or(left={left}, right={right})"
+
+
+def _py_balanced(op, items: list[str]) -> str:
+    """``_build_balanced_tree``: ``And(a, b, c, ...)`` splits its operands in halves."""
+    if len(items) == 1:
+        return items[0]
+    if len(items) == 2:
+        return op(items[0], items[1])
+    mid = len(items) // 2
+    return op(_py_balanced(op, items[:mid]), _py_balanced(op, items[mid:]))
+
+
+def _py_not(child: tuple) -> tuple:
+    """``Not(child)``'s folding (``Not.__new__``) on a rendered node ``(str, its child's node
+    when it is a Not)``: constants flip, a double negation is its operand."""
+    text, inner = child
+    if text == _PY_TRUE:
+        return _PY_FALSE, None
+    if text == _PY_FALSE:
+        return _PY_TRUE, None
+    if inner is not None:
+        return inner
+    return f"Not(child={text})", child
+
+
+def _py_set(column: str, values: Iterable[LiteralValue], negated: bool) -> str:
+    """``In``/``NotIn``: one value is ``EqualTo``/``NotEqualTo`` (``In.__new__``); more print
+    as a set of the literals' ``str``, sorted as strings (``SetPredicate.__str__``)."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) == 1:
+        return (f"{'NotEqualTo' if negated else 'EqualTo'}(term={_py_ref(column)}, "
+                f"literal={_py_literal(distinct[0])})")
+    shown = ", ".join(sorted(str(v) for v in distinct))
+    return f"{'NotIn' if negated else 'In'}({_py_ref(column)}, {{{shown}}})"
+
+
+def _py_predicate(pred: Predicate) -> str:
+    if isinstance(pred, Cmp):
+        return f"{_PY_CMP[pred.op]}(term={_py_ref(pred.column)}, literal={_py_literal(pred.value)})"
+    if isinstance(pred, In):
+        return _py_set(pred.column, pred.values, pred.negated)
+    return f"{'NotNull' if pred.negated else 'IsNull'}(term={_py_ref(pred.column)})"
+
+
+def _py_tree(tree: Any) -> tuple:
+    """PyIceberg's rendering of the parse ``tree``: (its str, the node it negates when it is a
+    ``Not``). An and/or chain written without parentheses is one n-ary node in PyIceberg's
+    parser (pyparsing's ``infix_notation``), built as a balanced tree; parentheses end one."""
+    if isinstance(tree, Tree):
+        kind = tree.data
+        if kind == "paren":
+            return _py_tree(tree.children[0])
+        if kind in ("and_expr", "or_expr"):
+            chain, todo = [], [tree]
+            while todo:                           # the chain's operands, left to right
+                node = todo.pop()
+                if isinstance(node, Tree) and node.data == kind:
+                    todo.extend(reversed(node.children))
+                else:
+                    chain.append(_py_tree(node)[0])
+            op = _py_and if kind == "and_expr" else _py_or
+            return _py_balanced(op, chain), None
+        if kind == "not_expr":
+            return _py_not(_py_tree(tree.children[0]))
+    expr = _ToExpr().transform(tree)
+    if isinstance(expr, TrueExpr):
+        return _PY_TRUE, None
+    if isinstance(expr, FalseExpr):
+        return _PY_FALSE, None
+    return _py_predicate(expr), None
+
+
+def pyiceberg_str(text: str) -> str:
+    """``str()`` of PyIceberg 0.12's parse of filter ``text`` (``pyiceberg.expressions.parser
+    .parse``): what PyIceberg prints in "Found new conflicting delete files that can apply to
+    records matching {data_filter}: [...]" (``models/validation.py``). Its shape follows the
+    text as written (a chain ``a and b and c`` is balanced, ``(a and b) and c`` is not), so it
+    is rendered from the parse tree, not from the folded ``Expr``. tests/conformance/
+    test_pyiceberg_target.py compares it with PyIceberg's own ``str`` on many filters."""
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error) from None
+    return _py_tree(tree)[0]
+
+
+def pyiceberg_str_of(expr: Expr) -> str | None:
+    """PyIceberg's ``str`` of a filter built by code rather than parsed from text: one
+    predicate (an upsert's ``In(key, keys)``, ``upsert_util.create_match_filter``); None for
+    anything else, whose PyIceberg form the model does not know (the order of an Or PyIceberg
+    builds from a set of partitions, or from pyarrow's group_by). ``true`` is an overwrite's
+    default filter (``overwrite(df)``: ``ALWAYS_TRUE``)."""
+    if isinstance(expr, TrueExpr):
+        return _PY_TRUE
+    if isinstance(expr, (Cmp, In, IsNull)):
+        return _py_predicate(expr)
+    return None
 
 
 # --------------------------------------------------------------------------------------------

@@ -104,6 +104,11 @@ class Validations:
     # write manifest for table version: 3"); None: any. Fixed by the writer's profile, like
     # idempotent_retry
     max_format_version: int | None = field(default=None, metadata={"digest_omit": True})
+    # PyIceberg: its ``str`` of the conflict filter (``filters.pyiceberg_str``), which its
+    # "Found new conflicting delete files ..." message prints; None where the model does not
+    # know PyIceberg's form (that message then keeps Java's wording, compared by its kind)
+    # (left out of trace digests: the command it is rendered from is in the state)
+    py_filter: str | None = field(default=None, metadata={"digest_omit": True})
 
     def enabled(self) -> list[str]:
         """Names of the switches that are on, for reports and traces."""

@@ -105,11 +105,11 @@ def validate_operation(store: Mapping, table: TableConfig, base: TableMetadata, 
         if v.no_conflicting_deletes:
             if row_filter is not None:
                 f = expr if expr is not None else row_filter
-                validate_no_new_delete_files(*args, f, parent, **py)
+                validate_no_new_delete_files(*args, f, parent, py_filter=v.py_filter, **py)
                 validate_deleted_data_files(*args, f, parent, **py)
             elif v.deleted_data_files_by_filter and expr is not None:
                 # PyIceberg's _validate_concurrency: its delete predicate is checked whenever set
-                validate_no_new_delete_files(*args, expr, parent, **py)
+                validate_no_new_delete_files(*args, expr, parent, py_filter=v.py_filter, **py)
                 validate_deleted_data_files(*args, expr, parent, **py)
             if op.delete_data:
                 if v.pyiceberg_validation:

@@ -57,6 +57,8 @@ class Window:
 #: ``_validation_history``; pyiceberg/table/update/snapshot.py ``CommitWindow.resolve``)
 PY_NO_MATCHING_SNAPSHOT = "No matching snapshot found."
 PY_NO_STARTING_SNAPSHOT = "Cannot find starting snapshot "
+#: the start of PyIceberg's (and Java's) "Found new conflicting delete files ..." message
+PY_NEW_DELETE_FILES = "Found new conflicting delete files that can apply to records matching "
 
 
 def ancestors_between(meta: TableMetadata, latest_id: int | None, oldest_id: int | None) -> list[Snapshot]:
@@ -385,11 +387,17 @@ def validate_no_new_deletes_for_data_files(store, table, base, starting_id, expr
 
 
 def validate_no_new_delete_files(store, table, base, starting_id, expr, parent, *,
-                                 pyiceberg: bool = False):
+                                 pyiceberg: bool = False, py_filter: str | None = None):
     """validateNoNewDeleteFiles: no delete file added in the window could match ``expr``.
-    ``pyiceberg``: PyIceberg's ``_validate_no_new_delete_files``."""
+    ``pyiceberg``: PyIceberg's ``_validate_no_new_delete_files``, worded as PyIceberg words it
+    when ``py_filter`` (its ``str`` of the filter, ``Validations.py_filter``) is known:
+    "... matching {data_filter}: {conflicting_delete_paths}", the paths a Python list."""
     deletes = _added_delete_entries(store, table, base, starting_id, expr, parent,
                                     VALIDATE_ADDED_DELETE_FILES_OPERATIONS, pyiceberg=pyiceberg)
+    if deletes and pyiceberg and py_filter is not None:
+        raise ValidationFailed(
+            "no_conflicting_delete_files",
+            f"{PY_NEW_DELETE_FILES}{py_filter}: {[d.file.path for d in deletes]!r}")
     if deletes:
         what = fmt_filter(expr)
         raise ValidationFailed(

@@ -210,3 +210,38 @@ def test_history_broken_by_expiry_is_worded_as_pyiceberg(tmp_path):
     assert (verdict.outcome, verdict.message) == ("validation_failed", str(e.value))
     got = sorted((r["id"], r["v"]) for r in cat.load_table("n.t").scan().to_arrow().to_pylist())
     assert [list(r) for r in got] == [list(r) for r in verdict.rows]
+
+
+PY_FILTERS = ["id = 1", "id = 1 and v = 'a'", "id < 3 or id > 7 or id = 5 or v is null",
+              "v in ('a','b')", "id in (10, 9, 1)", "not id = 1", "id != 2",
+              "v is not null and id >= 2 and id <= 9 and id != 4",
+              "a = 1 and b = 2 and c = 3", "(a = 1 and b = 2) and c = 3",
+              "a = 1 and (b = 2 and c = 3)", "not not a = 1", "not not not a = 1",
+              "id in (1)", "id not in (1)", "id not in (10, 9, 1)", "true", "false",
+              "not (a = 1 or b = 2)", "a = 1 and b = 2 or c = 3 and not d = 4", "id = -5",
+              "v = 'it''s'", "id <> 3", "ID = 1", "id in (1, 1, 2)", "v in ('b', 'a', 'b')",
+              "v is null", "not v is null", "((a = 1))",
+              "a = 1 and (b = 2 or c = 3) and d = 4 and e = 5",
+              "a = 1 or b = 2 or c = 3 or d = 4 or e = 5 or f = 6 or g = 7"]
+
+
+@pytest.mark.parametrize("text", PY_FILTERS)
+def test_filters_print_as_pyiceberg_prints_its_parse(text):
+    """``filters.pyiceberg_str``, what the model prints in PyIceberg's "Found new conflicting
+    delete files that can apply to records matching {data_filter}: ..." message, equals
+    ``str()`` of PyIceberg 0.12's own parse of the same text."""
+    from pyiceberg.expressions.parser import parse
+
+    from icecheck.models.filters import pyiceberg_str
+
+    assert pyiceberg_str(text) == str(parse(text))
+
+
+def test_an_upsert_key_filter_prints_as_pyiceberg_builds_it():
+    """An upsert's conflict filter (``upsert_util.create_match_filter``: ``In(key, keys)``)."""
+    from pyiceberg.expressions import In as PyIn
+
+    from icecheck.models.filters import In, pyiceberg_str_of
+
+    for keys in ((2,), (12, 3, 101)):
+        assert pyiceberg_str_of(In("id", keys)) == str(PyIn("id", list(keys)))
