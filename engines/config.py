@@ -74,28 +74,41 @@ class ExploreConfig:
     def isolation_note(self) -> str | None:
         """For a mixed run whose writers' profiles ask for different isolation levels: Spark and
         PyIceberg read a command's level from the table's ``write.delete|update|merge.
-        isolation-level`` properties, so two writers running the same kind of command see one
-        level on a real table (the mixed conformance target skips such pairings); violations
-        are judged under the stricter writer's promise."""
+        isolation-level`` properties (``profiles.isolation_property``), so two writers whose
+        commands read the same property see one level on a real table (the mixed conformance
+        target skips such pairings); violations are judged under the stricter writer's promise.
+        The note names the properties such writers share, or says that they share none (a real
+        table can then give each its level)."""
         if not self.mixed:
             return None
-        from icecheck.models.profiles import get_profile
+        from icecheck.models.profiles import get_profile, isolation_property
         levels: dict[str, list[str]] = {}
+        reads: dict[int, tuple[str, set[str]]] = {}       # writer -> (level, properties read)
         for i in range(1, len(self.writers) + 1):
             try:
-                level = get_profile(self.profile_of(i)).isolation
+                profile = get_profile(self.profile_of(i))
             except KeyError:
                 continue
-            if level != "none":
-                levels.setdefault(level, []).append(f"w{i}")
+            if profile.isolation == "none":
+                continue
+            levels.setdefault(profile.isolation, []).append(f"w{i}")
+            # a program entry's alternatives are kept as tuples of (key, value) pairs
+            props = {isolation_property(profile, str(dict(alt).get("sql", "")).upper())
+                     for entry in self.writers[i - 1] for alt in entry} - {None}
+            reads[i] = (profile.isolation, props)
         if len(levels) < 2:
             return None
         who = "; ".join(f"{level}: {', '.join(ws)}" for level, ws in sorted(levels.items()))
-        return (f"the writers' profiles ask for different isolation levels ({who}): Spark and "
-                f"PyIceberg read a command's level from the table's write.delete/update/merge."
-                f"isolation-level properties, so two writers running the same kind of command "
-                f"see one level on a real table; check that your table's properties allow this "
-                f"pairing (violations are judged under the stricter writer's promise)")
+        shared = sorted({p for i, (li, pi) in reads.items() for j, (lj, pj) in reads.items()
+                         if i < j and li != lj for p in pi & pj})
+        if shared:
+            return (f"the writers' profiles ask for different isolation levels ({who}), but "
+                    f"writers at different levels run commands that read the same table "
+                    f"property ({', '.join(shared)}): on a real table they would see one level; "
+                    f"violations are judged under the stricter writer's promise")
+        return (f"the writers' profiles ask for different isolation levels ({who}); their "
+                f"commands read different table properties (write.delete/update/merge."
+                f"isolation-level), so a real table can give each its level")
 
     def writer_profile(self, writer: str) -> str:
         """The profile of writer ``writer`` (``"w2"``), for the expectation table's judgement

@@ -105,6 +105,31 @@ class Profile:
                            f"{', '.join(self.commands)})") from None
 
 
+#: The table property each engine reads a command's isolation level from, by command kind
+#: (a command missing here validates without one: appends, insert-only MERGE, maintenance).
+#: Spark 3.5 (SparkWriteConf.isolationLevel for the row-level command: write.delete/update/
+#: merge.isolation-level); PyIceberg 0.12 (TableMetadata.isolation_level: an OVERWRITE
+#: producer, that is overwrite(df, filter), UPDATE and upsert, reads write.update.isolation-level,
+#: every other, delete() and the file-level overwrite (_isolation_operation DELETE), reads
+#: write.delete.isolation-level).
+_DELETE_LEVEL, _UPDATE_LEVEL, _MERGE_LEVEL = ("write.delete.isolation-level",
+                                             "write.update.isolation-level",
+                                             "write.merge.isolation-level")
+ISOLATION_PROPERTIES = {
+    "spark": {"DELETE": _DELETE_LEVEL, "UPDATE": _UPDATE_LEVEL, "MERGE": _MERGE_LEVEL},
+    "pyiceberg": {"DELETE": _DELETE_LEVEL, "OVERWRITE_FILES": _DELETE_LEVEL,
+                  "UPDATE": _UPDATE_LEVEL, "MERGE": _UPDATE_LEVEL, "OVERWRITE": _UPDATE_LEVEL,
+                  "OVERWRITE_PARTITIONS": _UPDATE_LEVEL},
+}
+
+
+def isolation_property(profile: "Profile", command: str) -> str | None:
+    """The table property ``profile``'s engine reads ``command``'s isolation level from, or
+    None (an engine with no such properties, or a command that takes no level)."""
+    family = profile.engine.split("-")[0]
+    return ISOLATION_PROPERTIES.get(family, {}).get(command)
+
+
 def profile_dirs() -> list[str]:
     dirs = [os.path.join(os.path.dirname(__file__), "profiles")]
     extra = os.environ.get("ICECHECK_PROFILES")

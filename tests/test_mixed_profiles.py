@@ -144,3 +144,22 @@ def test_a_mixed_run_of_different_isolation_levels_says_so():
     same = replace(base, writer_profiles=("pyiceberg-0.12-serializable",))
     assert same.isolation_note is None
     assert base.isolation_note is None
+
+
+def test_the_isolation_note_names_the_properties_writers_share():
+    """Writers at different levels share a property when their commands read it: a Spark
+    DELETE and a PyIceberg file-level overwrite both read write.delete.isolation-level; a Spark
+    DELETE and a PyIceberg upsert (an overwrite: write.update.isolation-level) do not."""
+    from dataclasses import replace
+
+    from icecheck.engines.config import mix_config
+
+    shared = replace(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), keys=1),
+                     writer_profiles=("pyiceberg-0.12-snapshot",))
+    assert "write.delete.isolation-level" in shared.isolation_note
+    base = mix_config("spark-3.5-mor-serializable", 2, 1, ("delete", "merge"), keys=1)
+    progs = (((("sql", "DELETE"), ("where", "id = 1")),),), \
+        (((("sql", "MERGE"), ("on", ("id",)), ("rows", ((1, "x"),))),),)
+    apart = replace(base, writers=progs, writer_profiles=("", "pyiceberg-0.12-snapshot"))
+    note = apart.isolation_note
+    assert note and "read different table properties" in note, note
