@@ -222,7 +222,8 @@ PY_FILTERS = ["id = 1", "id = 1 and v = 'a'", "id < 3 or id > 7 or id = 5 or v i
               "v = 'it''s'", "id <> 3", "ID = 1", "id in (1, 1, 2)", "v in ('b', 'a', 'b')",
               "v is null", "not v is null", "((a = 1))",
               "a = 1 and (b = 2 or c = 3) and d = 4 and e = 5",
-              "a = 1 or b = 2 or c = 3 or d = 4 or e = 5 or f = 6 or g = 7"]
+              "a = 1 or b = 2 or c = 3 or d = 4 or e = 5 or f = 6 or g = 7",
+              "(true)"]
 
 
 @pytest.mark.parametrize("text", PY_FILTERS)
