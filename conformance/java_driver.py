@@ -63,7 +63,7 @@ _COMMIT_FAILED_EXC = "org.apache.iceberg.exceptions.CommitFailedException"
 # a ValidationException subclass (CherryPickOperation.validateNonAncestor)
 _CHERRYPICK_EXC = "org.apache.iceberg.exceptions.CherrypickAncestorCommitException"
 _COMMIT_UNKNOWN_EXC = "org.apache.iceberg.exceptions.CommitStateUnknownException"
-_ILLEGAL_ARGUMENT_EXC = "java.lang.IllegalArgumentException"
+ILLEGAL_ARGUMENT_EXC = "java.lang.IllegalArgumentException"
 _NOT_FOUND_EXC = "org.apache.iceberg.exceptions.NotFoundException"
 # Snapshot summary counts the model records (models/producer.py), compared when both commit.
 _SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
@@ -75,7 +75,7 @@ _SUMMARY_KEYS = ("added-data-files", "added-delete-files", "deleted-data-files",
 # ManageSnapshots, raised while the operation is built (ref_precondition, models/refs.py); and
 # addDeletes' format check (a v2 position delete file on a v3 table: delete_version,
 # models/producer.py).
-_REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
+REFUSED_RE = re.compile(r"^(Cannot expire -?\d+\. Still referenced by refs|"
                          r"Snapshot -?\d+ is not an ancestor of -?\d+$|"
                          r"arraySize cannot be negative but was: -\d+$|"
                          r"\S+ is a tag, not a branch\. Tags cannot be targets|"
@@ -694,7 +694,7 @@ class JavaWriter:
                 return COMMIT_UNKNOWN, msg
             if cls == _NOT_FOUND_EXC:
                 return READ_FAILED, msg
-            if cls == _ILLEGAL_ARGUMENT_EXC and _REFUSED_RE.match(msg):
+            if cls == ILLEGAL_ARGUMENT_EXC and REFUSED_RE.match(msg):
                 return VALIDATION_FAILED, msg
             cur, depth = cur.getCause(), depth + 1
         return ERROR, f"{top_cls}: {self.table.readable(top_msg or '')}"

@@ -64,6 +64,7 @@ from icecheck.scenarios.errors import InputError
 from .compare import (AGREE, DEFAULT_MODEL_VERSION, DISAGREE, SKIPPED, AllowEntry,
                       Comparison, OpComparison, _agree, _op_lines, apply_allowlist, message_key,
                       scenario_on_model, trace_on_model)
+from .java_driver import ILLEGAL_ARGUMENT_EXC, REFUSED_RE
 from .java_runner import NOT_RUN, JavaOutcome, Plan, build_plan
 from .targets import TargetUnavailable
 
@@ -455,6 +456,13 @@ def classify_exception(exc: BaseException) -> tuple[str, str, str | None]:
             first = (cls, msg)
         if cls in _ICEBERG_EXC:
             return _ICEBERG_EXC[cls], str(msg), cls
+        if cls == ILLEGAL_ARGUMENT_EXC and msg is not None and REFUSED_RE.match(str(msg)):
+            # a commit's own refusal, never retried (BaseRowDelta.validate's "Snapshot X is
+            # not an ancestor of Y" once expiry removed the starting snapshot, ...), which the
+            # model reports as validation_failed, as the Java driver does (java_driver
+            # REFUSED_RE); found by the mixed differential (seed 7) once a third writer could
+            # expire snapshots
+            return sm.VALIDATION_FAILED, str(msg), cls
         try:
             nxt = j.getCause()
         except Exception:
