@@ -646,25 +646,24 @@ def _py_ref(column: str) -> str:
     return f"Reference(name={column!r})"
 
 
-def _py_and(left: str, right: str) -> str:
-    """``And(left, right)``'s folding (pyiceberg/expressions/__init__.py, ``And.__new__``)."""
-    if _PY_FALSE in (left, right):
-        return _PY_FALSE
-    if left == _PY_TRUE:
+def _py_junction(name: str, absorbing: str, neutral: str, left: str, right: str) -> str:
+    """``And``/``Or``'s folding (pyiceberg/expressions/__init__.py, ``And.__new__``,
+    ``Or.__new__``): the absorbing constant wins, the neutral one drops out."""
+    if absorbing in (left, right):
+        return absorbing
+    if left == neutral:
         return right
-    if right == _PY_TRUE:
+    if right == neutral:
         return left
-    return f"And(left={left}, right={right})"
+    return f"{name}(left={left}, right={right})"
+
+
+def _py_and(left: str, right: str) -> str:
+    return _py_junction("And", _PY_FALSE, _PY_TRUE, left, right)
 
 
 def _py_or(left: str, right: str) -> str:
-    if _PY_TRUE in (left, right):
-        return _PY_TRUE
-    if left == _PY_FALSE:
-        return right
-    if right == _PY_FALSE:
-        return left
-    return f"Or(left={left}, right={right})"
+    return _py_junction("Or", _PY_TRUE, _PY_FALSE, left, right)
 
 
 def _py_balanced(op, items: list[str]) -> str:
