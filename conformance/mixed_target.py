@@ -282,7 +282,7 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
                 files.learn(op.operation if outcome == sm.COMMITTED else None)
                 out.outcomes[key] = (outcome, files.rename(message))
         # never the model's own outcome for what the real engines did not run (an operation the
-        # model left unfinished or crashed): "not run", which no comparison counts as agreement
+        # model left unfinished or crashed): "not run", noted, claiming no real outcome
         for op in plan.ops:
             out.outcomes.setdefault((op.writer, op.index), (NOT_RUN, None))
         out.rows = spt.sort_rows(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect())

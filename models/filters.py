@@ -736,13 +736,16 @@ def _py_tree(tree: Any) -> tuple:
     return _py_predicate(expr), None
 
 
+@functools.lru_cache(maxsize=4096)
 def pyiceberg_str(text: str) -> str:
     """``str()`` of PyIceberg 0.12's parse of filter ``text`` (``pyiceberg.expressions.parser
     .parse``): what PyIceberg prints in "Found new conflicting delete files that can apply to
     records matching {data_filter}: [...]" (``models/validation.py``). Its shape follows the
     text as written (a chain ``a and b and c`` is balanced, ``(a and b) and c`` is not), so it
     is rendered from the parse tree, not from the folded ``Expr``. tests/conformance/
-    test_pyiceberg_target.py compares it with PyIceberg's own ``str`` on many filters."""
+    test_pyiceberg_target.py compares it with PyIceberg's own ``str`` on many filters.
+    Memoised: every plan of a PyIceberg command asks for it (``commands._validations``), and a
+    search plans one command at many bases."""
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as error:
