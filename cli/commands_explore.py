@@ -71,7 +71,9 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
                    "expire (Spark's expire_snapshots, retain_last 1), rewrite_deletes (Spark's "
                    "rewrite_position_delete_files), rewrite_manifests (Spark's rewrite_manifests), "
                    "overwrite_files (PyIceberg's file-level "
-                   "overwrite() API updating the key). "
+                   "overwrite() API updating the key), add_files (a backfill job registering "
+                   "one external Parquet file with add_files; every writer adds the same "
+                   "file). "
                    "With --writer-profile, each writer keeps the commands its profile supports.")
 @click.option("--keys", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--catalog", type=click.Choice(list(cat.KINDS)), default=cat.CAS, show_default=True)

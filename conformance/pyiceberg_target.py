@@ -28,6 +28,9 @@ OVERWRITE_FILES          each data file holding a matching row is read and writt
                          (matching rows updated by SET, or dropped), then
                          ``tx.update_snapshot().overwrite()``: ``delete_data_file`` +
                          ``append_data_file`` (the file-level API)
+ADD_FILES                its rows written once to ``ext/<file>.parquet`` beside the
+                         warehouse, then ``tx.add_files([that file],
+                         check_duplicate_files=...)``
 =======================  ===========================================================
 
 A model ``noop`` with no operation (the planner found nothing to do) is run at its begin and
@@ -61,8 +64,10 @@ from dataclasses import dataclass, field
 from icecheck.models import catalog as cat
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_FILES, OVERWRITE_PARTITIONS, UPDATE, Command)
+from icecheck.models.commands import PY_ALREADY_REFERENCED
+from icecheck.models.commands_spec import (ADD_FILES, COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT,
+                                           OVERWRITE, OVERWRITE_FILES, OVERWRITE_PARTITIONS,
+                                           UPDATE, Command)
 from icecheck.models.operations import Operation
 from icecheck.models.reads import read_rows
 from icecheck.models.system import Action, Model, ModelConfig
@@ -291,6 +296,18 @@ class PyTable:
     def load(self):
         return self.catalog.load_table(self.IDENT)
 
+    def external_file(self, name: str, rows) -> str:
+        """The URI of the Parquet file an ADD_FILES command registers, written beside the
+        warehouse (``ext/<name>.parquet``, the model's ``ext/<name>``) the first time a writer
+        asks: every writer that adds it adds that same file."""
+        import pyarrow.parquet as pq
+
+        path = os.path.join(self.dir, "ext", f"{name}.parquet")
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            pq.write_table(self.arrow(list(rows)), path)
+        return f"file://{path}"
+
     def rows(self) -> list[list]:
         names = self.config.schema.names
         out = [[r[n] for n in names] for r in self.load().scan().to_arrow().to_pylist()]
@@ -351,11 +368,13 @@ class PyWriter:
         staged snapshot writes its manifests ("Cannot write manifest for table version: 3",
         or "... manifest list ..." when it has no file to list): that refusal is kept and
         reported at ``commit``, where the model refuses the commit (profile key
-        ``max_format_version``); nothing reached the table in between."""
+        ``max_format_version``); nothing reached the table in between. So is add_files'
+        refusal of a file the table already lists (the model refuses that command as it
+        begins, and its verdict is laid out at the same step)."""
         try:
             self._stage(intent)
         except ValueError as e:
-            if not str(e).startswith(CANNOT_WRITE_V3):
+            if not str(e).startswith((CANNOT_WRITE_V3, PY_ALREADY_REFERENCED)):
                 raise
             self.tx, self.refused = None, str(e)
 
@@ -395,6 +414,9 @@ class PyWriter:
                 tx.dynamic_partition_overwrite(self.pt.arrow(list(intent.rows)))
             elif intent.kind == OVERWRITE_FILES:
                 self._overwrite_files(table, tx, intent)
+            elif intent.kind == ADD_FILES:
+                tx.add_files([self.pt.external_file(intent.file, intent.rows)],
+                             check_duplicate_files=intent.check_duplicate_files)
             else:
                 raise PyIcebergUnsupported(f"command {intent.kind}")
         self.tx = tx
@@ -543,7 +565,9 @@ def run_plan(plan: Plan, intents: dict, profile: str | None) -> PyRun:
         timed = []
         for op in plan.ops:
             key = (op.writer, op.index)
-            if op.operation is None and op.outcome == sm.NOOP:
+            if op.operation is None and op.outcome in (sm.NOOP, sm.VALIDATION_FAILED):
+                # nothing to commit (noop), or refused as it began (add_files' duplicate
+                # check): run where it began, and committed at once
                 timed.append((op.begin_at, 0, "noop", op))
             elif op.operation is not None:
                 timed.append((op.begin_at, 0, "begin", op))

@@ -27,7 +27,8 @@ from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
-             "cdc_delete", "expire", "rewrite_deletes", "overwrite_files", "rewrite_manifests")
+             "cdc_delete", "expire", "rewrite_deletes", "overwrite_files", "rewrite_manifests",
+             "add_files")
 
 
 @dataclass(frozen=True)
@@ -337,6 +338,10 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
                 elif kind == "rewrite_manifests":
                     # Spark's rewrite_manifests procedure
                     alts.append({"sql": "REWRITE_MANIFESTS"})
+                elif kind == "add_files":
+                    # a backfill job registering one external Parquet file (key 900): the same
+                    # file for every writer, as two runs of one job would add it
+                    alts.append({"sql": "ADD_FILES", "file": "backfill", "rows": [[900, "ext"]]})
                 elif kind == "expire":
                     # Spark's expire_snapshots procedure keeping only the current snapshot
                     alts.append({"sql": "EXPIRE", "retain_last": 1})

@@ -37,7 +37,7 @@ from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
                             MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS,
                             REWRITE_MANIFESTS, REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE,
-                            OVERWRITE_FILES,
+                            OVERWRITE_FILES, ADD_FILES,
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_match_file,
@@ -45,6 +45,7 @@ from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_matc
                       pyiceberg_str_of)
 from .metadata import TableMetadata
 from .operations import Operation, Validations
+from .validation import ValidationFailed
 from .profiles import EMPTY_NOOP, EMPTY_VALIDATE, CommandRule, Profile, get_profile
 from .reads import RowVersion, live_data_entries, live_delete_entries, read_rows
 from .rewrite_manifests import plan_rewrite as plan_rewrite_manifests
@@ -247,6 +248,45 @@ def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
     return changed, _equalities(list(cmd.on), keys)
 
 
+#: PyIceberg 0.12's refusal (Transaction.add_files), followed by the paths its check found
+PY_ALREADY_REFERENCED = "Cannot add files that are already referenced by table, files: "
+#: Spark's (SparkTableUtil.DUPLICATE_FILE_MESSAGE, Iceberg 1.10; Preconditions.checkState, so
+#: an IllegalStateException), with the paths joined by ","
+SPARK_DUPLICATE_FILES = ("Cannot complete import because data files to be imported already "
+                         "exist within the target table: {}.  This is disabled by default as "
+                         "Iceberg is not designed for multiple references to the same file "
+                         "within the same table.  If you are sure, you may set "
+                         "'check_duplicate_files' to false to force the import.")
+
+
+def _plan_add_files(cmd: Command, rule: CommandRule, profile: Profile, table: TableConfig,
+                    store, snapshot) -> Operation:
+    """ADD_FILES: register the external file ``cmd.file_path`` (its rows are ``cmd.rows``).
+
+    With ``check_duplicate_files`` the engine first looks the path up among the live data
+    entries of the snapshot it began at, and refuses the command when it is there: PyIceberg's
+    ``Transaction.add_files`` (``_find_referenced_data_files``: the current snapshot's data
+    manifests, deleted entries discarded, one path per entry, in manifest order) raises
+    ValueError; Spark's ``add_files`` procedure (``SparkTableUtil.importSparkPartitions``: a join
+    with the ENTRIES metadata table, ``status != 2``) fails ``Preconditions.checkState``. The
+    check runs once, as the command begins: the append that follows validates nothing and its
+    retry after a lost race does not look again (PyIceberg's ``_rebuild_snapshot_updates``
+    re-runs the snapshot producer only; Java's ``SnapshotProducer.commit`` re-applies the
+    append). Two jobs adding one file concurrently both commit it, and its rows are read twice
+    (scenario pyiceberg/add-files-twice-concurrently-duplicates-rows)."""
+    path = cmd.file_path
+    if cmd.check_duplicate_files:
+        found = [e.file.path for e in live_data_entries(store, snapshot) if e.file.path == path]
+        if found:
+            if profile.engine.startswith("pyiceberg"):
+                raise ValidationFailed("duplicate_files",
+                                       PY_ALREADY_REFERENCED + ", ".join(found))
+            raise ValidationFailed("duplicate_files",
+                                   SPARK_DUPLICATE_FILES.format(",".join(found[:10])))
+    return Operation(rule.operation, add_data=(table.data_file(path, tuple(cmd.rows)),),
+                     validations=_validations(rule, profile, cmd, ()))
+
+
 def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
          table: TableConfig) -> Operation:
     rule = profile.rule(cmd.kind)
@@ -275,6 +315,8 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
             raise PlanError(f"EXPIRE is an expire_snapshots operation, not {rule.operation}")
         return Operation(ops.EXPIRE_SNAPSHOTS, retain_last=int(dict(cmd.options).get(
             "retain_last", 1)))
+    if cmd.kind == ADD_FILES:
+        return _plan_add_files(cmd, rule, profile, table, store, snapshot)
     if cmd.kind == MERGE_INSERT:
         return _plan_merge_insert(cmd, rule, profile, table, store, snapshot, names)
     cow_overwrite = cmd.kind in (OVERWRITE, OVERWRITE_PARTITIONS) and rule.mode == COPY_ON_WRITE

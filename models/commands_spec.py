@@ -33,8 +33,19 @@ REWRITE_MANIFESTS = "REWRITE_MANIFESTS"
 # delete_data_file + append_data_file): the files holding rows that match ``where`` at its base
 # are replaced by copies whose matching rows are updated by ``set`` (or dropped without one)
 OVERWRITE_FILES = "OVERWRITE_FILES"
+# Registering a Parquet file written elsewhere (a backfill, a migration): PyIceberg's
+# ``Transaction.add_files([path])`` or Spark's ``CALL system.add_files(...)``. ``file`` names
+# the file (its path in the model is ``ext/<file>``, the same for every writer that adds it)
+# and ``rows`` are its rows. With ``check_duplicate_files`` (the default of both) the engine
+# first refuses a file the table already references, checked on the table it began at, once;
+# the append that follows is unvalidated (see models/commands.py, _plan_add_files).
+ADD_FILES = "ADD_FILES"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
-            UPSERT, EXPIRE, REWRITE_POSITION_DELETES, OVERWRITE_FILES, REWRITE_MANIFESTS)
+            UPSERT, EXPIRE, REWRITE_POSITION_DELETES, OVERWRITE_FILES, REWRITE_MANIFESTS,
+            ADD_FILES)
+#: where an ADD_FILES command's file lives in the model's object store: outside the writers'
+#: own names (``w1-1-data1``), and the same path for every writer that adds it
+EXTERNAL_PREFIX = "ext/"
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 # How an UPSERT is written (its rule's mode): an equality delete per key plus the row, position
 # deletes for keys written twice in one checkpoint (Flink's BaseEqualityDeltaWriter); see
@@ -107,6 +118,7 @@ COMMAND_KEYS = {
     REWRITE_POSITION_DELETES: set(),
     REWRITE_MANIFESTS: set(),
     OVERWRITE_FILES: {"where", "set"},
+    ADD_FILES: {"file", "rows", "check_duplicate_files"},
 }
 
 
@@ -125,6 +137,19 @@ class Command:
     options: Pairs = field(default=(), metadata={"digest_omit_default": True})
     # UPSERT: the keys (values of ``on``, in order) its changelog deletes after the upserts
     deletes: tuple[Row, ...] = field(default=(), metadata={"digest_omit_default": True})
+    # ADD_FILES: the external file's name (EXTERNAL_PREFIX + file is its path)
+    file: str = field(default="", metadata={"digest_omit_default": True})
+
+    @property
+    def check_duplicate_files(self) -> bool:
+        """ADD_FILES: does the engine refuse a file the table already references (default
+        true in PyIceberg and in Spark's procedure)?"""
+        return dict(self.options).get("check_duplicate_files", True)
+
+    @property
+    def file_path(self) -> str:
+        """ADD_FILES: the external file's path in the model's object store."""
+        return EXTERNAL_PREFIX + self.file
 
     def option(self, name: str):
         """The value of option ``name``, or its default (COMPACT_OPTIONS)."""
@@ -153,6 +178,9 @@ class Command:
             sets = ", ".join(f"{k} = {v!r}" for k, v in self.set)
             what = f"rows updated SET {sets}" if sets else "rows dropped"
             return f"overwrite files WHERE {self.where_text} ({what}; file-level API)"
+        if self.kind == ADD_FILES:
+            check = "" if self.check_duplicate_files else ", check_duplicate_files false"
+            return f"ADD FILES {self.file_path} ({len(self.rows)} row(s) {list(self.rows)}{check})"
         if self.kind == REWRITE_POSITION_DELETES:
             return "REWRITE POSITION DELETE FILES (rewrite_position_delete_files)"
         if self.kind == REWRITE_MANIFESTS:

@@ -662,6 +662,12 @@ class Model:
             if isinstance(operation, NothingToDo):
                 scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
                 return self._finish(state, scanned, NOOP, str(operation))
+            if isinstance(operation, ValidationFailed):
+                # the engine refused the command as it began (ADD_FILES' duplicate check):
+                # nothing was written, nothing committed
+                scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
+                return self._finish(state, scanned, VALIDATION_FAILED, operation.message,
+                                    operation.check)
         if operation.kind == REWRITE_MANIFESTS and not operation.manifest_rewrite:
             # a raw rewrite_manifests is planned as Spark's action plans it: on the snapshot
             # it starts from (models/rewrite_manifests.py); nothing to rewrite, no commit
@@ -702,7 +708,7 @@ class Model:
         return state
 
     def _plan(self, intent: Any, state: State, base: TableMetadata,
-              w: WriterState) -> "Operation | NothingToDo":
+              w: WriterState) -> "Operation | NothingToDo | ValidationFailed":
         """The planner's operation (or its NothingToDo), memoised: a planner reads the command,
         the writer's name and operation number, the base metadata and the objects it reaches
         (immutable, named by path) and which of them were deleted, nothing else. The base is
@@ -716,7 +722,7 @@ class Model:
         try:
             result = self.config.planner(intent, state=state, base=base, writer=w,
                                          table=self._table_at(base))
-        except NothingToDo as e:
+        except (NothingToDo, ValidationFailed) as e:
             result = e
         self._plans[key] = (base, intent, result)
         return result

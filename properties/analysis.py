@@ -7,7 +7,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from icecheck.models.commands_spec import MERGE_INSERT, OVERWRITE_FILES, Command
+from icecheck.models.commands_spec import ADD_FILES, MERGE_INSERT, OVERWRITE_FILES, Command
 from icecheck.models.profiles import DROP_STRICT_COMMANDS
 from icecheck.models.system import Model, State, new_token
 
@@ -148,6 +148,35 @@ class Analysis:
         kept = {e.file.path for e in deletes_after}
         return sorted(e.file.path for e in deletes_before
                       if e.file.path in kept and set(e.file.referenced_paths) & removed)
+
+    def files_added_twice(self, position: int, rows) -> tuple[str, list[str]] | None:
+        """(text, labels) when some of ``rows`` are read twice at lineage ``position`` because
+        an external file that add_files registered (ADD_FILES) is listed there more than once:
+        which writers added it, and why its duplicate check let the later ones through."""
+        h = self.history
+        if not 0 <= position < len(h.lineage):
+            return None
+        adders: dict[str, list] = {}
+        for op in h.lineage_ops[:position + 1]:
+            intent = getattr(op, "intent", None)
+            if getattr(intent, "kind", None) == ADD_FILES and \
+                    set(map(tuple, intent.rows)) & set(map(tuple, rows)):
+                adders.setdefault(intent.file_path, []).append(op)
+        for path, ops in sorted(adders.items()):
+            listed = sum(1 for e in h.live_files(h.lineage[position])[0] if e.file.path == path)
+            if listed < 2 or len(ops) < 2:
+                continue
+            checked = [o for o in ops if o.intent.check_duplicate_files]
+            how = (" Each checked for the file (check_duplicate_files) only on the table it "
+                   "began at, where it was not yet listed; the append that follows validates "
+                   "nothing, and a retry after a lost race does not check again."
+                   if checked else "")
+            times = "twice" if listed == 2 else f"{listed} times"
+            text = (f"The table lists the external file {path} {times}: "
+                    f"{', '.join(o.writer for o in ops)} each registered it with add_files, so "
+                    f"its rows are read {times}.{how}")
+            return text, [o.label for o in ops]
+        return None
 
     def committed_by(self, position: int) -> str | None:
         """The label of the operation whose commit is at lineage ``position`` (the one that

@@ -41,6 +41,10 @@ def check(a: Analysis) -> list[Violation]:
         left = a.deletes_left_dangling(m.position)
         if left:
             why += " " + a.dangling_text(m.position, left)
+        twice = a.files_added_twice(m.position, m.actual)
+        if twice:
+            why += " " + twice[0]
+            writers = sorted(set(writers) | set(twice[1]))
         out.append(Violation(
             "duplicate_keys",
             f"{a.key_text(m.key)} has {len(m.actual)} live rows at seq {a.seq(m.position)} "
@@ -58,5 +62,6 @@ def check(a: Analysis) -> list[Violation]:
              "sequence_numbers": [a.seq(p) for p in m.positions],
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops),
              "deletes_dropped_by_rewrite": bool(dropped),
-             "deletes_left_dangling": bool(left)}))
+             "deletes_left_dangling": bool(left),
+             "file_added_twice": bool(twice)}))
     return out

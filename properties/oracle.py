@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from icecheck.models import operations as ops
-from icecheck.models.commands_spec import (COMPACT, DELETE, INSERT, MERGE, MERGE_INSERT, OVERWRITE,
-                                           OVERWRITE_FILES, OVERWRITE_PARTITIONS,
+from icecheck.models.commands_spec import (ADD_FILES, COMPACT, DELETE, INSERT, MERGE,
+                                           MERGE_INSERT, OVERWRITE, OVERWRITE_FILES, OVERWRITE_PARTITIONS,
                                            REWRITE_MANIFESTS, UPDATE, UPSERT, Command)
 from icecheck.models.files import EQUALITY_DELETES
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
@@ -157,7 +157,8 @@ def memo_effect(h: History, op: Op, kf: KeyFn) -> Effect:
     modified once built."""
     memo = h.memo
     intent = op.intent
-    if memo is None or getattr(intent, "kind", None) == ops.CHERRY_PICK:
+    if memo is None or getattr(intent, "kind", None) in (ops.CHERRY_PICK, ADD_FILES):
+        # (an ADD_FILES' effect reads the version it committed onto, not only its base)
         return effect_of(h, op, kf)
     content = memo.content
     planned = op.record.operation if op.record is not None else None
@@ -167,6 +168,16 @@ def memo_effect(h: History, op: Op, kf: KeyFn) -> Effect:
     if got is None:
         got = memo.effects[key] = effect_of(h, op, kf)
     return got
+
+
+def _parent_data_paths(h: History, op: Op) -> frozenset:
+    """The live data file paths of the version ``op`` committed onto (the lineage's snapshot
+    before its own; none for the first), or of its base when it is not on the lineage."""
+    if op.position is not None:
+        parent = h.lineage[op.position - 1] if op.position > 0 else None
+    else:
+        parent = h.snapshot(op.base_snapshot_id)
+    return frozenset() if parent is None else h.file_facts(parent)[0]
 
 
 def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
@@ -180,6 +191,16 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
             eff.logical_noop = True
             return eff
         if kind == INSERT:
+            for r in intent.rows:
+                eff.appends.setdefault(kf(r), []).append(tuple(r))
+            return eff
+        if kind == ADD_FILES:
+            # the file's rows, appended; but with check_duplicate_files the engine refuses a
+            # file the table already lists, so in a serial run an add_files committing onto a
+            # version that lists its file would have failed: then it has no effect, and the
+            # rows it read twice are a mismatch (the check ran only on its own base)
+            if intent.check_duplicate_files and intent.file_path in _parent_data_paths(h, op):
+                return eff
             for r in intent.rows:
                 eff.appends.setdefault(kf(r), []).append(tuple(r))
             return eff

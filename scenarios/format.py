@@ -24,7 +24,7 @@ from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig,
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
                                            MERGE_INSERT, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                                           EXPIRE, OVERWRITE_FILES, Command,
+                                           EXPIRE, OVERWRITE_FILES, ADD_FILES, Command,
                                            compact_option_error)
 
 from .errors import InputError
@@ -73,6 +73,8 @@ CASE_SENSITIVE_KINDS = (ops.DELETE_FILES, ops.OVERWRITE, ops.ROW_DELTA)
 BRANCH_KINDS = (ops.APPEND, ops.FAST_APPEND, ops.OVERWRITE, ops.ROW_DELTA, ops.REWRITE,
                 ops.DELETE_FILES, ops.REPLACE_PARTITIONS)
 _REF_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+#: an ADD_FILES command's file name (its path in the model is ``ext/<name>``)
+_EXTERNAL_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -869,7 +871,7 @@ def parse_command(ctx, table, node, parent) -> Command:
     ctx.keys(node, COMMAND_KEYS[kind] | {"sql"}, f"a {kind} command")
     where = _filter(ctx, table, node, "where") if "where" in node else None
     rows = _rows(ctx, table, node["rows"], node, "rows") if "rows" in node else ()
-    if kind in (INSERT, MERGE, MERGE_INSERT, OVERWRITE_PARTITIONS) and not rows:
+    if kind in (INSERT, MERGE, MERGE_INSERT, OVERWRITE_PARTITIONS, ADD_FILES) and not rows:
         raise ctx.fail(f"{kind} needs rows", node)
     if kind == UPSERT and not rows and not node.get("deletes"):
         raise ctx.fail("UPSERT needs rows or deletes", node)
@@ -905,6 +907,25 @@ def parse_command(ctx, table, node, parent) -> Command:
             keys.append(tuple(k))
         deletes = tuple(keys)
     options = ()
+    file = ""
+    if kind == ADD_FILES:
+        file = node.get("file")
+        if not isinstance(file, str) or not _EXTERNAL_NAME_RE.fullmatch(file):
+            raise ctx.fail(f"ADD_FILES file must be a file name (letters, digits, '.', '_', "
+                           f"'-'; starting with a letter), not {file!r}", node,
+                           "file" if "file" in node else None)
+        check = node.get("check_duplicate_files", True)
+        if not isinstance(check, bool):
+            raise ctx.fail(f"check_duplicate_files must be true or false, got "
+                           f"{kind_of(check)}", node, "check_duplicate_files")
+        if not check:
+            options = (("check_duplicate_files", False),)
+        if not table.spec.is_unpartitioned and \
+                len({table.partition_of_row(tuple(r)) for r in rows}) > 1:
+            # PyIceberg infers a file's partition from its column bounds and refuses a file
+            # spanning several; Spark's procedure imports partition directories
+            raise ctx.fail("ADD_FILES: the file's rows must all fall in one partition of the "
+                           "table (an added file holds one partition)", node, "rows")
     if kind == EXPIRE:
         n = node.get("retain_last", 1)
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100:
@@ -927,4 +948,5 @@ def parse_command(ctx, table, node, parent) -> Command:
             if problem is not None:
                 raise ctx.fail(problem, onode, name)
         options = tuple(sorted(onode.items()))
-    return Command(kind, where, sets, rows, on, str(node.get("where", "")), options, deletes)
+    return Command(kind, where, sets, rows, on, str(node.get("where", "")), options, deletes,
+                   file)
