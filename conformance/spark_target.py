@@ -16,6 +16,10 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
 * REWRITE_POSITION_DELETES -> ``CALL <catalog>.system.rewrite_position_delete_files(table =>
   .., options => map('rewrite-all', 'true'))`` (only when nothing runs between its begin and
   its commit: a procedure cannot be paused)
+* ADD_FILES -> its rows written once as one Parquet file in a folder of its own, then ``CALL
+  <catalog>.system.add_files(table => .., source_table => '`parquet`.`<folder>`',
+  check_duplicate_files => ..)`` (only when nothing runs between its begin and its commit: the
+  procedure checks and commits in one call)
 * EXPIRE -> ``CALL <catalog>.system.expire_snapshots(table => .., older_than => <far future>,
   retain_last => N)``, run whole at its commit event (the procedure decides what expires when
   it commits, and has no scan to pin)
@@ -51,7 +55,9 @@ from typing import Any
 
 from icecheck.models import operations as mops
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import (COMPACT, COMPACT_OPTIONS, DELETE, EXPIRE, INSERT, MERGE, MERGE_INSERT,
+from icecheck.models.commands import SPARK_DUPLICATE_FILES
+from icecheck.models.commands_spec import (ADD_FILES, COMPACT, COMPACT_OPTIONS, DELETE, EXPIRE,
+                                           INSERT, MERGE, MERGE_INSERT,
                                            OVERWRITE, OVERWRITE_PARTITIONS,
                                            REWRITE_MANIFESTS, REWRITE_POSITION_DELETES, UPDATE,
                                            Command)
@@ -269,6 +275,15 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         n = dict(intent.options).get("retain_last", 1)
         return [f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "
                 f"older_than => TIMESTAMP '9999-12-31 00:00:00', retain_last => {n})"]
+    if intent.kind == ADD_FILES:
+        if gate:
+            raise NotExpressible("add_files cannot be paused between its duplicate check and "
+                                 "its commit")
+        catalog, _, ident = name.partition(".")
+        check = "true" if intent.check_duplicate_files else "false"
+        return [f"CALL {catalog}.system.add_files(table => '{ident}', source_table => "
+                f"'`parquet`.`{external_dir(name, intent.file)}`', "
+                f"check_duplicate_files => {check})"]
     if intent.kind == REWRITE_POSITION_DELETES:
         if gate:
             raise NotExpressible("rewrite_position_delete_files cannot be paused between its "
@@ -456,6 +471,11 @@ def classify_exception(exc: BaseException) -> tuple[str, str, str | None]:
             first = (cls, msg)
         if cls in _ICEBERG_EXC:
             return _ICEBERG_EXC[cls], str(msg), cls
+        if cls == "java.lang.IllegalStateException" and msg is not None and \
+                str(msg).startswith(SPARK_DUPLICATE_FILES.split("{}")[0]):
+            # add_files' duplicate check (SparkTableUtil: Preconditions.checkState), which the
+            # model refuses as the command begins (validation_failed, check duplicate_files)
+            return sm.VALIDATION_FAILED, str(msg), cls
         if cls == ILLEGAL_ARGUMENT_EXC and msg is not None and REFUSED_RE.match(str(msg)):
             # a commit's own refusal, never retried (BaseRowDelta.validate's "Snapshot X is
             # not an ancestor of Y" once expiry removed the starting snapshot, ...), which the
@@ -479,6 +499,31 @@ def classify_exception(exc: BaseException) -> tuple[str, str, str | None]:
         return "error", f"{first[0]}: {first[1]}", first[0]
     line = text.splitlines()[0] if text else ""
     return "error", f"{type(exc).__name__}: {line}", None
+
+
+def external_dir(table_name: str, file: str) -> str:
+    """The folder holding an ADD_FILES command's external file (Spark's add_files imports a
+    folder of Parquet files: this one holds just that file), one per table and file name."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "icecheck-spark-ext",
+                        re.sub(r"[^\w.-]", "_", table_name), file)
+
+
+def write_external(spark, table_name: str, table, intent) -> str:
+    """Write ``intent``'s external file (its rows, one Parquet file) the first time a writer
+    adds it, and return its path: every writer adds that same file."""
+    import glob
+
+    folder = external_dir(table_name, intent.file)
+    found = sorted(glob.glob(os.path.join(folder, "*.parquet")))
+    if not found:
+        spark.sql(_values_select(table, intent.rows)).coalesce(1).write.mode("overwrite") \
+            .parquet(folder)
+        found = sorted(glob.glob(os.path.join(folder, "*.parquet")))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one Parquet file in {folder}, found {len(found)}")
+    return found[0]
 
 
 class _Files:
@@ -605,6 +650,9 @@ def _with_procedure_noops(mrun: "_ModelRun") -> list:
         if op.operation is None and op.outcome == sm.NOOP and \
                 getattr(intent, "kind", None) in _PROCEDURES:
             keyed.append((op.begin_at, 0, -1, ("noop", op)))
+        elif op.operation is None and op.outcome == sm.VALIDATION_FAILED:
+            # refused as it began (add_files' duplicate check): run whole there
+            keyed.append((op.begin_at, 0, -1, ("noop", op)))
     return [e for *_, e in sorted(keyed, key=lambda k: k[:3])]
 
 
@@ -643,6 +691,9 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
         for i, (kind, op) in enumerate(events):
             key = (op.writer, op.index)
             intent = mrun.intents[key]
+            if getattr(intent, "kind", None) == ADD_FILES:
+                real = write_external(spark, tname, table, intent)
+                files.names[real] = files.names[f"file:{real}"] = intent.file_path
             if kind == "noop":
                 # a procedure the model found nothing to do for: run it whole and see whether
                 # Spark committed anything (a new snapshot)

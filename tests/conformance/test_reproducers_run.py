@@ -87,3 +87,24 @@ def test_pyiceberg_file_overwrite_misses_position_delete():
         pytest.skip("the SQLite JDBC driver (libxerial-sqlite-jdbc-java) is not installed")
     out = _run("pyiceberg_file_overwrite_misses_position_delete.py", "spark", "pyiceberg")
     assert "PyIceberg file swap committed; rows [(1, 'a', 'py'), (2, 'a', 'v0')]" in out
+
+
+def test_pyiceberg_add_files_twice_duplicates_rows():
+    out = _run("pyiceberg_add_files_twice_duplicates_rows.py", "pyiceberg")
+    assert "final rows: [(1, 'a'), (2, 'b'), (2, 'b')]" in out
+
+
+def test_pyiceberg_add_files_twice_control_is_refused():
+    """The same two add_files one after the other: the second is refused (the check works
+    when it sees the first commit)."""
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+    try:
+        get_target("pyiceberg").ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"pyiceberg unavailable: {e}")
+    p = subprocess.run([sys.executable, os.path.join(REPRO, "pyiceberg_add_files_twice_"
+                                                     "duplicates_rows.py"), "--control"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "second add_files refused: Cannot add files that are already referenced by " \
+           "table, files: file://" in p.stdout
