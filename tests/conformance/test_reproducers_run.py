@@ -108,3 +108,8 @@ def test_pyiceberg_add_files_twice_control_is_refused():
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "second add_files refused: Cannot add files that are already referenced by " \
            "table, files: file://" in p.stdout
+
+
+def test_spark_add_files_twice_duplicates_rows():
+    out = _run("spark_add_files_twice_duplicates_rows.py", "spark")
+    assert "rows: [(1, 'a'), (2, 'b'), (2, 'b')]; live entries of the backfill file: 2" in out
