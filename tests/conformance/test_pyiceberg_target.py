@@ -33,6 +33,9 @@ OURS = sorted(glob.glob(os.path.join(ROOT, "scenarios", "builtin", "pyiceberg", 
 
 # What PyIceberg 0.12 did (writer -> outcome; final rows, sorted), observed by running it.
 OBSERVED = {
+    'py-add-files-twice-concurrently-duplicates-rows': ({'w1': 'committed', 'w2': 'committed',
+                                                         'w3': 'validation_failed'},
+        [[1, 'a'], [2, 'b'], [2, 'b']]),
     'py-serializable-insert-only-upsert-absent-key': ({'w1': 'committed', 'w2': 'committed',
                                                        'w3': 'noop'},
         [[1, 'a'], [2, 'a'], [3, 'x'], [3, 'y']]),

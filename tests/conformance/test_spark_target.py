@@ -164,6 +164,19 @@ def test_rewrite_manifests_on_spark(spark_target):
     assert [op.java_outcome for op in c.ops][-2:] == ["committed", "noop"]
 
 
+def test_add_files_procedure_refuses_a_listed_file_on_spark(spark_target):
+    """Spark's add_files procedure, one call after the other: the second is refused with
+    SparkTableUtil's message (compared whole, the real Parquet path named as the model's
+    file), and with check_duplicate_files => false the file is registered again."""
+    c = _scenario(spark_target, "spark-add-files-twice-second-refused.yaml")
+    _assert_agrees(c)
+    assert [op.java_outcome for op in c.ops][1:] == ["committed", "validation_failed",
+                                                    "committed"]
+    assert "Cannot complete import because data files to be imported already exist within " \
+           "the target table: ext/backfill." in c.ops[2].java_message
+    assert c.real_rows == [[1, "a"], [2, "b"], [2, "b"]]
+
+
 def test_compaction_partial_progress_on_spark(spark_target):
     """rewrite_data_files with partial progress runs on Spark (unpaused) and agrees."""
     c = _scenario(spark_target, "spark-compaction-partial-progress-unpaused.yaml")
