@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import Command
+from icecheck.models.commands_spec import ADD_FILES, Command
 from icecheck.models.profiles import get_profile
 from icecheck.scenarios.errors import InputError
 
@@ -130,6 +130,17 @@ class SharedTable(pyt.PyTable):
         else:
             self.catalog.create_table(self.IDENT, schema=self._schema(),
                                       partition_spec=self._spec(), properties=props)
+
+    def external_file(self, name: str, rows) -> str:
+        """An ADD_FILES command's file, written by Spark once for both engines
+        (``spark_target.write_external``), named as Spark's add_files registers it
+        (``file:/...``): each engine's duplicate check compares path strings, so a PyIceberg
+        writer adds it under that same string."""
+        from types import SimpleNamespace
+
+        spark, _ = _catalogs()
+        return "file:" + spt.write_external(spark, self.spark_name, self.config,
+                                            SimpleNamespace(file=name, rows=rows))
 
     def close(self) -> None:
         try:
@@ -245,18 +256,21 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
         sessions: dict[str, Any] = {}
         gated: dict = {}
         py_writers: dict = {}
-        events = plan.events
+        events = spt.with_begin_verdicts(plan, intents)
         n = next(_counter)
         for i, (kind, op) in enumerate(events):
             key = (op.writer, op.index)
             intent = intents[key]
             engine = _engine(run.profile_of(op.writer))
+            if getattr(intent, "kind", None) == ADD_FILES:
+                real = pt.external_file(intent.file, intent.rows)
+                files.names[real] = files.names[real[len("file:"):]] = intent.file_path
             if engine == PYICEBERG:
-                if kind == "begin":
+                if kind in ("begin", "noop"):
                     w = pyt.PyWriter(pt, op.writer)
                     w.begin(intent)
                     py_writers[key] = w
-                else:
+                if kind in ("commit", "noop"):
                     outcome, message = py_writers.pop(key).commit()
                     files.learn(op.operation if outcome == sm.COMMITTED else None)
                     out.outcomes[key] = (outcome, files.rename(message))
@@ -273,12 +287,17 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
                                              f"x{os.getpid()}_{n}_{op.writer}_{op.index}",
                                              out.statements)
             else:
+                before = spt._snapshot_count(spark, name) if kind == "noop" else None
                 if key in gated:
                     outcome, message, _ = spt.finish_gated(gated.pop(key), op)
                 else:
                     outcome, message, _ = spt._run_statements(
                         session, spt.statement_sql(name, plan.table, intent, None),
                         out.statements)
+                if before is not None and outcome == sm.COMMITTED and \
+                        spt._snapshot_count(spark, name) == before:
+                    # a procedure the model found nothing to do for (spark_target's rule)
+                    outcome, message = sm.NOOP, "no snapshot committed"
                 files.learn(op.operation if outcome == sm.COMMITTED else None)
                 out.outcomes[key] = (outcome, files.rename(message))
         # never the model's own outcome for what the real engines did not run (an operation the

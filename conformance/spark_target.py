@@ -512,7 +512,8 @@ def external_dir(table_name: str, file: str) -> str:
 
 def write_external(spark, table_name: str, table, intent) -> str:
     """Write ``intent``'s external file (its rows, one Parquet file) the first time a writer
-    adds it, and return its path: every writer adds that same file."""
+    adds it, and return its path: every writer adds that same file (``intent``: anything with
+    the ADD_FILES command's ``file`` and ``rows``)."""
     import glob
 
     folder = external_dir(table_name, intent.file)
@@ -640,13 +641,14 @@ def _run_statements(session, sqls: list[str], log: list[str]) -> tuple[str, str 
 _PROCEDURES = (COMPACT, REWRITE_POSITION_DELETES, REWRITE_MANIFESTS)
 
 
-def _with_procedure_noops(mrun: "_ModelRun") -> list:
+def with_begin_verdicts(plan: Plan, intents: dict) -> list:
     """The plan's events plus a ``noop`` event, at its begin, for each procedure the model
-    ended ``noop`` (the plan leaves noops out: nothing to run on Java)."""
+    ended ``noop`` and each command it refused as it began (the plan leaves both out: nothing
+    to run on Java); an engine target runs those whole there."""
     keyed = [((op.begin_at if kind == "begin" else op.java_at), 0 if kind == "begin" else 1, n,
-              (kind, op)) for n, (kind, op) in enumerate(mrun.plan.events)]
-    for op in mrun.plan.ops:
-        intent = mrun.intents.get((op.writer, op.index))
+              (kind, op)) for n, (kind, op) in enumerate(plan.events)]
+    for op in plan.ops:
+        intent = intents.get((op.writer, op.index))
         if op.operation is None and op.outcome == sm.NOOP and \
                 getattr(intent, "kind", None) in _PROCEDURES:
             keyed.append((op.begin_at, 0, -1, ("noop", op)))
@@ -687,7 +689,7 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
             files.learn(op)
         sessions: dict[str, Any] = {}
         gated: dict[tuple[str, int], _Gated] = {}
-        events = _with_procedure_noops(mrun)
+        events = with_begin_verdicts(mrun.plan, mrun.intents)
         for i, (kind, op) in enumerate(events):
             key = (op.writer, op.index)
             intent = mrun.intents[key]
