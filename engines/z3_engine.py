@@ -23,7 +23,9 @@ executable model itself, so the Java rules live in one place):
   with ``base`` the length of the lineage prefix the writer began at. The model is
   deterministic and its rules do not depend on snapshot ids or metadata paths (which count
   attempts), so a node fixes the table up to renaming;
-* ``NOOP[w, c, b]``: does writer ``w``'s alternative ``c`` change no row at base node ``b``;
+* ``BEGUN[w, c, b]``: the phase writer ``w``'s alternative ``c`` is in after its ``begin`` at
+  base node ``b``: written, or finished there as noop (it changes no row) or validation_failed
+  (the engine refused it as it began: add_files of a file the table lists);
 * ``VAL[w, c, b, r, retry]``: does its validation (and manifest work: "Missing required files
   to delete") pass when it began at ``b`` and refreshes to ``r`` -- the whole window, not a
   pairwise approximation (computed on a canonical run that reaches exactly that situation);
@@ -160,7 +162,8 @@ class LineageTables:
         self.runs = 0
         self.nodes: dict[Lineage, int] = {}
         self.lineages: list[Lineage] = []
-        self.noop: dict[tuple[int, int, int], bool] = {}          # (w, c, node) -> noop?
+        # (w, c, node) -> the phase after begin (WRITTEN, NOOPED or VFAILED)
+        self.begun: dict[tuple[int, int, int], int] = {}
         self.val0: dict[tuple[int, int, int, int], bool] = {}     # (w, c, b, r) attempt 0
         self.val1: dict[tuple[int, int, int, int], bool] = {}     # (w, c, b, r) a retry
         self.child: dict[tuple[int, int, int, int], int] = {}     # (w, c, b, r) -> node
@@ -257,12 +260,16 @@ class LineageTables:
                     continue
                 name = self.writers[w]
                 for c in range(self.choices[w]):
-                    # NOOP at this node as a base.
+                    # the begin at this node as a base: written, a noop, or refused
                     st = self.run(self.schedule(lineage, (w, c, k)))
-                    self.noop[(w, c, node)] = self.phase_of(st, w) == NOOPED
+                    phase = self.phase_of(st, w)
+                    if phase not in (WRITTEN, NOOPED, VFAILED):
+                        raise Z3ReplayError(f"a begin ended {PHASE_NAMES.get(phase, phase)}: "
+                                            f"a phase the encoding does not model after begin")
+                    self.begun[(w, c, node)] = phase
                     for b in range(k + 1):
                         bnode = self.nodes[lineage[:b]]
-                        if self.noop[(w, c, bnode)]:
+                        if self.begun[(w, c, bnode)] != WRITTEN:
                             continue
                         sched = self.schedule(lineage, (w, c, b))
                         ok = {}
@@ -287,7 +294,7 @@ class LineageTables:
 
     @property
     def facts(self) -> int:
-        return (len(self.noop) + len(self.val0) + len(self.val1) + len(self.child)
+        return (len(self.begun) + len(self.val0) + len(self.val1) + len(self.child)
                 + len(self.prop))
 
 
@@ -307,12 +314,12 @@ class Encoding:
         n_nodes = len(tables.lineages)
         # Tables as uninterpreted functions pinned by facts (an argument outside the table is
         # unreachable; leaving it free only over-approximates, so unsat stays sound).
-        self.noop_f = [z3.Function(f"noop_{w}", I, I, B) for w in range(W)]
+        self.begun_f = [z3.Function(f"begun_{w}", I, I, I) for w in range(W)]
         self.val0_f = [z3.Function(f"val0_{w}", I, I, I, B) for w in range(W)]
         self.val1_f = [z3.Function(f"val1_{w}", I, I, I, B) for w in range(W)]
         self.child_f = [z3.Function(f"child_{w}", I, I, I, I) for w in range(W)]
-        for (w, c, b), v in tables.noop.items():
-            s.add(self.noop_f[w](c, b) == v)
+        for (w, c, b), v in tables.begun.items():
+            s.add(self.begun_f[w](c, b) == v)
         for (w, c, b, r), v in tables.val0.items():
             s.add(self.val0_f[w](c, b, r) == v)
         for (w, c, b, r), v in tables.val1.items():
@@ -366,7 +373,7 @@ class Encoding:
         c, b = self.ch[w], self.base[w]
         if kind == 0:    # begin#c: scan at the current head, plan, write files
             conds += [ph[w] == IDLE, b == node, node2 == node, att2[w] == 0, ref2[w] == -1,
-                      ph2[w] == z3.If(self.noop_f[w](c, node), NOOPED, WRITTEN)]
+                      ph2[w] == self.begun_f[w](c, node)]
         elif kind == 1:  # refresh (+ validate + write metadata)
             first_no_refresh = z3.And(att[w] == 0, z3.BoolVal(not self.t.vofa))
             rr = z3.If(first_no_refresh, b, node)

@@ -38,6 +38,7 @@ from .metadata import TableMetadata, snapshot_files_key
 from .files import DV, POSITION_DELETES
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
+from .commands_spec import ADD_FILES
 from .store import ObjectStore
 from .table import TableConfig
 from .validation import PY_NO_STARTING_SNAPSHOT, ValidationFailed
@@ -267,6 +268,16 @@ class State:
         return self.store[path]
 
 
+def _shared_path(w: "WriterState") -> str | None:
+    """The path of the file writer ``w``'s ADD_FILES command writes, shared with every other
+    writer that adds it (commands_spec.EXTERNAL_PREFIX), or None: every other file a writer
+    writes has a name of its own."""
+    intent = w.intent
+    if getattr(intent, "kind", None) == ADD_FILES:
+        return intent.file_path
+    return None
+
+
 class StepError(ValueError):
     """An action that is not enabled in the state (a malformed or drifted trace)."""
 
@@ -424,6 +435,12 @@ class Model:
         result = self._apply(state, w, action)
         added, deleted = result.store.changes_since(state.store)
         w2 = result.writer(w.name)
+        shared = _shared_path(w2)
+        if shared is not None and w2.phase == WRITTEN and shared not in added:
+            # an ADD_FILES' external file is the one path two writers both write: when another
+            # writer already wrote it here, this write added nothing new to this store, yet
+            # replayed on a store without it, the step must write it (the memo records it)
+            added = {**added, shared: result.store.written(shared)}
         catalog = result.catalog if result.catalog != state.catalog else None
         if self.interning and self._content_key is not None:
             w2, catalog, added, changed = self._intern(result.store, w2, catalog, added)

@@ -17,6 +17,10 @@ MIXES = [
     ("spark-3.5-mor-serializable", 2, 1, ("delete", "rewrite_manifests", "rewrite_deletes"), 1,
      "cas", 2, 2, {"phantom_failures": True}),
     ("spark-3.5-cow-snapshot", 3, 1, ("insert",), 1, "last_writer_wins", 2, 2, {}),
+    # one external file every writer adds (the only path two writers both write), and an
+    # expiry that may delete it
+    ("pyiceberg-0.12-serializable", 3, 1, ("add_files", "delete"), 1, "cas", 2, 1, {}),
+    ("spark-3.5-cow-serializable", 2, 2, ("add_files", "expire"), 1, "cas", 2, 0, {}),
 ]
 
 

@@ -17,6 +17,9 @@ CONFIGS = [
     mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), 1, format_version=3),
     mix_config("spark-3.5-cow-serializable", 2, 1, ("insert",), 1, catalog="last_writer_wins"),
     mix_config("spark-3.5-cow-snapshot", 2, 1, ("merge", "insert"), 1),
+    # add_files: one external file both writers write, and a begin that ends refused
+    mix_config("pyiceberg-0.12-serializable", 2, 1, ("add_files", "insert"), 1),
+    mix_config("spark-3.5-cow-serializable", 2, 1, ("add_files",), 1),
 ]
 IDS = [c.name for c in CONFIGS]
 
