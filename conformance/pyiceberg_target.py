@@ -362,6 +362,7 @@ class PyWriter:
         self.pt, self.name = pt, name
         self.tx = None
         self.refused: str | None = None
+        self.unread: str | None = None      # a file staging reads was gone (read_failed)
 
     def begin(self, intent) -> None:
         """Stage the command in a transaction. On a v3 table PyIceberg 0.12 fails here, as the
@@ -377,6 +378,10 @@ class PyWriter:
             if not str(e).startswith((CANNOT_WRITE_V3, PY_ALREADY_REFERENCED)):
                 raise
             self.tx, self.refused = None, str(e)
+        except FileNotFoundError as e:
+            # add_files of a file an expiry deleted: staging reads its Parquet footer
+            # (_parquet_files_to_data_files); the model fails it read_failed as it begins
+            self.tx, self.unread = None, f"{type(e).__name__}: {e}"
 
     def _stage(self, intent) -> None:
         from pyiceberg.expressions import AlwaysTrue
@@ -480,6 +485,8 @@ class PyWriter:
 
         if self.refused is not None:
             return sm.VALIDATION_FAILED, self.refused
+        if self.unread is not None:
+            return sm.READ_FAILED, self.unread
 
         log = logging.getLogger("pyiceberg.table")
         level = log.level

@@ -510,21 +510,26 @@ def external_dir(table_name: str, file: str) -> str:
                         re.sub(r"[^\w.-]", "_", table_name), file)
 
 
+#: the external files written so far: folder -> the Parquet file's path (written once)
+_EXTERNAL: dict[str, str] = {}
+
+
 def write_external(spark, table_name: str, table, intent) -> str:
     """Write ``intent``'s external file (its rows, one Parquet file) the first time a writer
     adds it, and return its path: every writer adds that same file (``intent``: anything with
-    the ADD_FILES command's ``file`` and ``rows``)."""
+    the ADD_FILES command's ``file`` and ``rows``). It is never written again: once an expiry
+    deleted it, it stays gone, as in the model (a path is never rewritten)."""
     import glob
 
     folder = external_dir(table_name, intent.file)
-    found = sorted(glob.glob(os.path.join(folder, "*.parquet")))
-    if not found:
+    if folder not in _EXTERNAL:
         spark.sql(_values_select(table, intent.rows)).coalesce(1).write.mode("overwrite") \
             .parquet(folder)
         found = sorted(glob.glob(os.path.join(folder, "*.parquet")))
-    if len(found) != 1:
-        raise RuntimeError(f"expected one Parquet file in {folder}, found {len(found)}")
-    return found[0]
+        if len(found) != 1:
+            raise RuntimeError(f"expected one Parquet file in {folder}, found {len(found)}")
+        _EXTERNAL[folder] = found[0]
+    return _EXTERNAL[folder]
 
 
 class _Files:

@@ -759,6 +759,14 @@ class Model:
             if gone:
                 return self._finish(state, w, READ_FAILED, f"File does not exist: {gone[0]}",
                                     "not_found")
+        shared = _shared_path(w)
+        if shared is not None and shared in state.store.deleted and \
+                any(f.path == shared for f in op.add_data):
+            # PyIceberg's add_files reads the file's Parquet footer as it stages the append
+            # (_parquet_files_to_data_files): one an expiry deleted fails it, FileNotFoundError
+            # (observed on PyIceberg 0.12.0); a file is never written again under a path
+            return self._finish(state, w, READ_FAILED, f"File does not exist: {shared}",
+                                "not_found")
         files = {f.path: f for f in op.add_data + op.add_deletes}
         return self._put_writer(state, replace(w, phase=WRITTEN), store=state.store.put_all(files))
 

@@ -201,6 +201,9 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
             # rows it read twice are a mismatch (the check ran only on its own base)
             if intent.check_duplicate_files and intent.file_path in _parent_data_paths(h, op):
                 return eff
+            planned = op.record.operation if op.record is not None else None
+            if planned is not None and not planned.add_data:
+                return eff      # the file was gone: Spark's procedure found none to add
             for r in intent.rows:
                 eff.appends.setdefault(kf(r), []).append(tuple(r))
             return eff

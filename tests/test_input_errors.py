@@ -180,7 +180,7 @@ def test_no_rule_for_a_command_names_the_options(args):
     assert proc.stderr.strip() == ("error: --profile/--mix: profile pyiceberg-0.12-serializable has "
                                    "no rule for COMPACT (it supports INSERT, DELETE, UPDATE, MERGE, "
                                    "MERGE_INSERT, OVERWRITE, OVERWRITE_PARTITIONS, "
-                                   "OVERWRITE_FILES)"), proc.stderr
+                                   "OVERWRITE_FILES, ADD_FILES)"), proc.stderr
 
 
 @pytest.mark.parametrize("change,expected", [
