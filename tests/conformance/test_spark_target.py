@@ -177,6 +177,17 @@ def test_add_files_procedure_refuses_a_listed_file_on_spark(spark_target):
     assert c.real_rows == [[1, "a"], [2, "b"], [2, "b"]]
 
 
+def test_add_files_of_a_file_expiry_deleted_commits_an_empty_append_on_spark(spark_target):
+    """The procedure finds no Parquet file in the folder once an expiry deleted it: it commits
+    an empty append, and the deleted row does not come back."""
+    c = spark_target.compare_scenario(load_scenario(os.path.join(
+        ROOT, "scenarios", "builtin", "expiry",
+        "spark-add-files-after-expiry-deleted-the-file.yaml")))
+    _assert_agrees(c)
+    assert c.ops[-1].java_outcome == "committed"
+    assert c.real_rows == [[1, "a"]]
+
+
 def test_compaction_partial_progress_on_spark(spark_target):
     """rewrite_data_files with partial progress runs on Spark (unpaused) and agrees."""
     c = _scenario(spark_target, "spark-compaction-partial-progress-unpaused.yaml")
