@@ -180,6 +180,8 @@ def test_add_files_procedure_refuses_a_listed_file_on_spark(spark_target):
 def test_add_files_of_a_file_expiry_deleted_commits_an_empty_append_on_spark(spark_target):
     """The procedure finds no Parquet file in the folder once an expiry deleted it: it commits
     an empty append, and the deleted row does not come back."""
+    from icecheck.scenarios.format import load_scenario
+
     c = spark_target.compare_scenario(load_scenario(os.path.join(
         ROOT, "scenarios", "builtin", "expiry",
         "spark-add-files-after-expiry-deleted-the-file.yaml")))
