@@ -27,6 +27,7 @@ VERDICTS = {
     "retention-delete-null-days.yaml": (0, {"lost_write": "known_finding"}),
     "pyiceberg-file-patch-beside-spark-deletes.yaml": (0, {"undelete": "known_finding",
                                                            "dangling_deletes": "known_finding"}),
+    "backfill-add-files-retried.yaml": (0, {"duplicate_keys": "known_finding"}),
 }
 
 
