@@ -279,6 +279,11 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
         if gate:
             raise NotExpressible("add_files cannot be paused between its duplicate check and "
                                  "its commit")
+        if table.spec.fields:
+            # the procedure imports a partitioned table from a folder laid out by partition
+            # (Hive style); the target writes one flat folder per file
+            raise NotExpressible("add_files into a partitioned table (the target writes an "
+                                 "unpartitioned source folder)")
         catalog, _, ident = name.partition(".")
         check = "true" if intent.check_duplicate_files else "false"
         return [f"CALL {catalog}.system.add_files(table => '{ident}', source_table => "
