@@ -275,7 +275,8 @@ def _plan_add_files(cmd: Command, rule: CommandRule, profile: Profile, table: Ta
     append). Two jobs adding one file concurrently both commit it, and its rows are read twice
     (scenario pyiceberg/add-files-twice-concurrently-duplicates-rows)."""
     path = cmd.file_path
-    if path in store.deleted and not profile.engine.startswith("pyiceberg"):
+    pyiceberg = profile.engine.startswith("pyiceberg")
+    if path in store.deleted and not pyiceberg:
         # the file is gone (an expiry deleted it once a commit stopped listing it): Spark's
         # procedure lists the folder, finds no file, checks nothing and commits an empty
         # append (added_files_count 0; observed on Spark 3.5 + Iceberg 1.10.2). PyIceberg
@@ -284,7 +285,7 @@ def _plan_add_files(cmd: Command, rule: CommandRule, profile: Profile, table: Ta
     if cmd.check_duplicate_files:
         found = [e.file.path for e in live_data_entries(store, snapshot) if e.file.path == path]
         if found:
-            if profile.engine.startswith("pyiceberg"):
+            if pyiceberg:
                 raise ValidationFailed("duplicate_files",
                                        PY_ALREADY_REFERENCED + ", ".join(found))
             raise ValidationFailed("duplicate_files",

@@ -33,8 +33,9 @@ from typing import Any, Callable
 
 from icecheck.models import operations as ops
 from icecheck.models.commands_spec import (ADD_FILES, COMPACT, DELETE, INSERT, MERGE,
-                                           MERGE_INSERT, OVERWRITE, OVERWRITE_FILES, OVERWRITE_PARTITIONS,
-                                           REWRITE_MANIFESTS, UPDATE, UPSERT, Command)
+                                           MERGE_INSERT, OVERWRITE, OVERWRITE_FILES,
+                                           OVERWRITE_PARTITIONS, REWRITE_MANIFESTS, UPDATE,
+                                           UPSERT, Command)
 from icecheck.models.files import EQUALITY_DELETES
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
 
