@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icecheck.models import system as sm
-from icecheck.models.commands_spec import ADD_FILES, Command
+from icecheck.models.commands_spec import Command
 from icecheck.models.profiles import get_profile
 from icecheck.scenarios.errors import InputError
 
@@ -262,9 +262,7 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
             key = (op.writer, op.index)
             intent = intents[key]
             engine = _engine(run.profile_of(op.writer))
-            if getattr(intent, "kind", None) == ADD_FILES:
-                real = pt.external_file(intent.file, intent.rows)
-                files.names[real] = files.names[real[len("file:"):]] = intent.file_path
+            spt.learn_external(spark, files, name, plan.table, intent)
             if engine == PYICEBERG:
                 if kind in ("begin", "noop"):
                     w = pyt.PyWriter(pt, op.writer)
@@ -287,17 +285,15 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
                                              f"x{os.getpid()}_{n}_{op.writer}_{op.index}",
                                              out.statements)
             else:
-                before = spt._snapshot_count(spark, name) if kind == "noop" else None
-                if key in gated:
+                if kind == "noop":
+                    outcome, message, _ = spt.run_whole(session, spark, name, plan.table,
+                                                        intent, out.statements)
+                elif key in gated:
                     outcome, message, _ = spt.finish_gated(gated.pop(key), op)
                 else:
                     outcome, message, _ = spt._run_statements(
                         session, spt.statement_sql(name, plan.table, intent, None),
                         out.statements)
-                if before is not None and outcome == sm.COMMITTED and \
-                        spt._snapshot_count(spark, name) == before:
-                    # a procedure the model found nothing to do for (spark_target's rule)
-                    outcome, message = sm.NOOP, "no snapshot committed"
                 files.learn(op.operation if outcome == sm.COMMITTED else None)
                 out.outcomes[key] = (outcome, files.rename(message))
         # never the model's own outcome for what the real engines did not run (an operation the

@@ -672,6 +672,28 @@ def _snapshot_count(spark, tname: str) -> int:
     return spark.sql(f"SELECT count(*) FROM {tname}.snapshots").collect()[0][0]
 
 
+def run_whole(session, spark, tname: str, table, intent, log: list[str]
+              ) -> tuple[str, str | None, str | None]:
+    """A ``noop`` event of ``with_begin_verdicts``, run whole at its begin: a procedure the
+    model found nothing to do for (it agrees when Spark commits no new snapshot: ``noop``),
+    or a command the model refused as it began."""
+    before = _snapshot_count(spark, tname)
+    outcome, message, cls = _run_statements(session, statement_sql(tname, table, intent, None),
+                                            log)
+    if outcome == sm.COMMITTED and _snapshot_count(spark, tname) == before:
+        outcome, message = sm.NOOP, "no snapshot committed"
+    return outcome, message, cls
+
+
+def learn_external(spark, files: "_Files", tname: str, table, intent) -> None:
+    """For an ADD_FILES intent: its external file written (once, ``write_external``) and its
+    real path, in both spellings Spark prints, named after the model's ``ext/<file>``."""
+    if getattr(intent, "kind", None) != ADD_FILES:
+        return
+    real = write_external(spark, tname, table, intent)
+    files.names[real] = files.names[f"file:{real}"] = intent.file_path
+
+
 def _metadata_delete(op) -> bool:
     """The model planned this DELETE as Spark's metadata-only delete (a DeleteFiles)."""
     return op.operation is not None and op.operation.kind == mops.DELETE_FILES
@@ -703,20 +725,12 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
         for i, (kind, op) in enumerate(events):
             key = (op.writer, op.index)
             intent = mrun.intents[key]
-            if getattr(intent, "kind", None) == ADD_FILES:
-                real = write_external(spark, tname, table, intent)
-                files.names[real] = files.names[f"file:{real}"] = intent.file_path
+            learn_external(spark, files, tname, table, intent)
             if kind == "noop":
-                # a procedure the model found nothing to do for: run it whole and see whether
-                # Spark committed anything (a new snapshot)
                 if op.writer not in sessions:
                     sessions[op.writer] = writer_session(spark)
-                before = _snapshot_count(spark, tname)
-                outcome, message, cls = _run_statements(
-                    sessions[op.writer], statement_sql(tname, table, intent, None),
-                    run.statements)
-                if outcome == sm.COMMITTED and _snapshot_count(spark, tname) == before:
-                    outcome, message = sm.NOOP, "no snapshot committed"
+                outcome, message, cls = run_whole(sessions[op.writer], spark, tname, table,
+                                                  intent, run.statements)
                 run.outcomes[key] = JavaOutcome(outcome, files.rename(message), cls)
                 continue
             if op.writer not in sessions:
