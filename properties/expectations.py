@@ -145,24 +145,26 @@ def involved_writers(violation: Violation) -> frozenset[str]:
 def expectation(profile, catalog: str, format_version: int, violation: Violation,
                 writer_profile: Callable[[str], str] | None = None) -> Expectation:
     """The expectation of ``violation``. ``profile`` is one profile name, or a tuple of the
-    profiles of a mixed-engine run. A rule naming the run's engines (``mixed:``) comes first: a
-    finding confirmed on those engines together. Otherwise, with ``writer_profile`` (writer
-    name -> its profile), the violation is judged by the profiles of the writers it involves
-    (``involved_writers``): two Spark jobs' anomaly beside a PyIceberg script that took no part
-    in it is judged as in a Spark-only run (a known Spark finding stays one). Among several
+    profiles of a mixed-engine run. With ``writer_profile`` (writer name -> its profile), a
+    violation whose writers (``involved_writers``) all run one profile is judged as in a run of
+    that profile alone: two Spark jobs' anomaly beside a PyIceberg script that took no part in
+    it is a Spark one (a known Spark finding stays one, with its own reason and trace).
+    Otherwise a rule naming the run's engines (``mixed:``) comes first: a finding confirmed on
+    those engines together. Among several
     profiles the strictest of their expectations holds, so an anomaly one engine permits (say,
     snapshot isolation) is still judged against the writers whose engines promise more."""
     if isinstance(profile, (tuple, list)):
         profile = tuple(profile)
+        involved = involved_writers(violation) if writer_profile is not None else ()
+        narrowed = tuple(sorted({writer_profile(w) for w in involved})) if involved else ()
+        if len(narrowed) == 1:
+            # the writers of one engine made it: no cross-engine rule explains it
+            return _expectation(narrowed[0], catalog, format_version, violation)
         for rule in load_rules():
             if "mixed" in rule and _matches(rule, profile, catalog, format_version, violation):
                 return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
                                    str(rule.get("trace", "")))
-        involved = involved_writers(violation) if writer_profile is not None else ()
-        if involved:
-            narrowed = tuple(sorted({writer_profile(w) for w in involved}))
-            if len(narrowed) == 1:
-                return _expectation(narrowed[0], catalog, format_version, violation)
+        if narrowed:
             profile = narrowed
         found = [(_expectation(p, catalog, format_version, violation), p) for p in profile]
         # the strictest; among equally strict, the reason of the engine that promises most (a

@@ -54,7 +54,8 @@ TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.ab
 MIXED_TRACES = ("duplicate-keys-mixed-spark-merge-pyiceberg-upsert.json",
                 "undelete-mixed-spark-mor-delete-pyiceberg-file-overwrite.json",
                 "duplicate-keys-mixed-spark-mor-update-pyiceberg-file-overwrite.json",
-                "isolation-mixed-spark-mor-merge-pyiceberg-file-overwrite.json")
+                "isolation-mixed-spark-mor-merge-pyiceberg-file-overwrite.json",
+                "isolation-mixed-spark-mor-delete-pyiceberg-delete.json")
 
 
 @pytest.mark.parametrize("name", MIXED_TRACES)

@@ -12,8 +12,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 REPRO = os.path.join(ROOT, "reproducers")
 
 
-def _run(name, *targets):
-    """Run ``reproducers/<name>`` (skipped unless every target is ready here)."""
+def _run(name, *targets, args=(), control=False):
+    """Run ``reproducers/<name> [args]`` (skipped unless every target is ready here); with
+    ``control``, the run must end "CONTROL OK" instead of "REPRODUCED"."""
     from icecheck.conformance.targets import TargetUnavailable, get_target
     try:
         for t in targets:
@@ -24,10 +25,13 @@ def _run(name, *targets):
     if "spark" in targets:
         from icecheck.conformance.spark_session import classpath
         env["ICEBERG_SPARK_JARS"] = ",".join(classpath())
-    p = subprocess.run([sys.executable, os.path.join(REPRO, name)], capture_output=True,
+    p = subprocess.run([sys.executable, os.path.join(REPRO, name), *args], capture_output=True,
                        text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "NOT REPRODUCED" not in p.stdout and "REPRODUCED" in p.stdout
+    if control:
+        assert "CONTROL OK" in p.stdout, p.stdout[-2000:]
+    else:
+        assert "NOT REPRODUCED" not in p.stdout and "REPRODUCED" in p.stdout
     return p.stdout
 
 
@@ -49,6 +53,27 @@ def test_mixed_spark_merge_pyiceberg_upsert_duplicate():
         pytest.skip("the SQLite JDBC driver (libxerial-sqlite-jdbc-java) is not installed")
     out = _run("mixed_spark_merge_pyiceberg_upsert_duplicate.py", "spark", "pyiceberg")
     assert "both inserted id 2" in out
+
+
+def _needs_sqlite_jdbc():
+    if not os.path.exists(os.environ.get("SQLITE_JDBC_JAR", "/usr/share/java/sqlite-jdbc.jar")):
+        pytest.skip("the SQLite JDBC driver (libxerial-sqlite-jdbc-java) is not installed")
+
+
+def test_mixed_spark_mor_delete_after_pyiceberg_delete():
+    _needs_sqlite_jdbc()
+    out = _run("mixed_spark_mor_delete_after_pyiceberg_delete.py", "spark", "pyiceberg")
+    assert "PyIceberg delete committed; Spark DELETE committed" in out
+    assert "d2 still in the table: False" in out
+
+
+def test_mixed_spark_mor_update_after_pyiceberg_delete_is_refused():
+    """The control: a Spark UPDATE in the same race validates deleted files and is refused."""
+    _needs_sqlite_jdbc()
+    out = _run("mixed_spark_mor_delete_after_pyiceberg_delete.py", "spark", "pyiceberg",
+               args=("--control",), control=True)
+    assert "Spark UPDATE failed: : org.apache.iceberg.exceptions.ValidationException: Cannot " \
+           "commit, missing data files: [file:" in out
 
 
 def test_spark_compaction_dangling_deletes():
