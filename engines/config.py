@@ -321,6 +321,12 @@ def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,
         if kind not in MIX_KINDS:
             raise InputError(f"unknown mix kind {kind!r}; expected some of {', '.join(MIX_KINDS)}",
                              "--mix")
+    if "rewrite_deletes" in mix and format_version >= 3:
+        # models/commands.py, _plan_rewrite_position_deletes: refused as the command begins,
+        # which would stop a search at its first REWRITE_POSITION_DELETES
+        raise InputError("rewrite_deletes (Spark's rewrite_position_delete_files) is not "
+                         "modelled on format v3 tables, where it rewrites v2 position deletes "
+                         "into deletion vectors; use --format 2 or drop it from --mix", "--mix")
     programs = []
     for w in range(1, writers + 1):
         prog = []

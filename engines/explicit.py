@@ -31,9 +31,11 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
+from icecheck.scenarios.errors import InputError
 from icecheck.engines.por import sleep_after
 from icecheck.engines.symmetry import Fingerprinter, check_bounds
 from icecheck.models import system as S
+from icecheck.models.commands import PlanError
 from icecheck.models.metadata import TableMetadata
 from icecheck.models.system import Action, Model, State
 
@@ -636,6 +638,22 @@ def few_collections():
 
 
 # -- worker processes ---------------------------------------------------------------------------
+class _Refused:
+    """What a worker sends back instead of a result when a command its configuration names is
+    refused as it begins (``models.commands.PlanError``): the parent raises it as an
+    ``InputError`` (``_refused``), as the in-process search does."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def _refused(e) -> InputError:
+    """A begin step the engine refuses outright (a PlanError: the job could never start, e.g.
+    a Flink upsert sink whose partition column is not an equality field) stops no search
+    silently and prints no traceback: it is an error in the configuration (exit 2)."""
+    return InputError(f"a command of this configuration cannot run: {e}", "the configuration")
+
+
 def _worker_main(conn, cfg, symmetry, por, bounds, evaluate):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ex = Expander(cfg, symmetry, por, bounds, evaluate)
@@ -644,7 +662,11 @@ def _worker_main(conn, cfg, symmetry, por, bounds, evaluate):
             msg = conn.recv()
             op = msg[0]
             if op == "expand":
-                conn.send(ex.expand(msg[1], msg[2]))
+                try:
+                    got = ex.expand(msg[1], msg[2])
+                except PlanError as e:
+                    got = _Refused(str(e))
+                conn.send(got)
                 heap.settle()
             elif op == "advance":
                 ex.advance(msg[1])
@@ -679,7 +701,10 @@ class _Remote:
         self.conn.send((op, *args))
 
     def recv(self):
-        return self.conn.recv()
+        got = self.conn.recv()
+        if type(got) is _Refused:
+            raise _refused(got.message)
+        return got
 
     def stop(self):
         try:
@@ -726,12 +751,15 @@ def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por:
     if engine not in (BFS, DFS):
         raise ValueError(f"unknown engine {engine!r}")
     with few_collections() as heap:
-        if engine == BFS:
-            res = _bfs(cfg, symmetry, por, max(1, workers), bounds, start, deadline, progress,
-                       stop_on, evaluate, checkpoint, heap)
-        else:
-            res = _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluate,
-                       heap)
+        try:
+            if engine == BFS:
+                res = _bfs(cfg, symmetry, por, max(1, workers), bounds, start, deadline,
+                           progress, stop_on, evaluate, checkpoint, heap)
+            else:
+                res = _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on,
+                           evaluate, heap)
+        except PlanError as e:
+            raise _refused(e) from None
     res.seconds = time.monotonic() - start
     if cfg.isolation_note:
         res.notes.append(cfg.isolation_note)

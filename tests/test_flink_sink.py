@@ -140,3 +140,17 @@ def test_spark_delete_and_flink_cdc_delete_of_one_row_is_the_double_delete():
     assert r.exit_code == 0 and "UNEXPECTED" not in r.output, r.output
     assert "KNOWN FINDING (corpus traces/double-delete-v2-mor-serializable.json)" in r.output
 
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_search_whose_command_is_refused_at_begin_is_an_input_error(workers):
+    """An exploration of an upsert sink on a table partitioned by a column that is not an
+    equality field: the job could never start (FlinkSink.Builder.appendWriter). The search
+    stops with one clear InputError, in process or from a worker process, not a traceback."""
+    from dataclasses import replace
+    cfg = mix_config(FLINK, 2, 1, ("upsert",), 1)
+    cfg = replace(cfg, schema=(("id", "int"), ("v", "string")), partition_spec=("identity(v)",))
+    with pytest.raises(InputError) as e:
+        search(cfg, engine="bfs", workers=workers, traces=False)
+    assert "a command of this configuration cannot run: In UPSERT mode, source column 'v'" \
+        in str(e.value)

@@ -183,6 +183,21 @@ def test_no_rule_for_a_command_names_the_options(args):
                                    "OVERWRITE_FILES, ADD_FILES)"), proc.stderr
 
 
+@pytest.mark.parametrize("engine", ["bfs", "hypothesis"])
+def test_rewrite_deletes_on_v3_is_refused_before_the_search(engine):
+    """The model does not follow rewrite_position_delete_files on v3 (deletion vectors): the
+    option is refused up front (it used to stop a BFS with a worker's traceback)."""
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "explore", "--engine", engine,
+                           "--profile", "spark-3.5-mor-serializable", "--format", "3",
+                           "--mix", "rewrite_deletes,delete", "--max-examples", "5"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("error: --mix: rewrite_deletes (Spark's "
+                                          "rewrite_position_delete_files) is not modelled on "
+                                          "format v3 tables"), proc.stderr
+
+
 @pytest.mark.parametrize("change,expected", [
     ({"key": [1]}, "field 'config': malformed configuration: key [1] is not a column"),
     ({"writers": "abc"}, "field 'config': command must be a mapping, got a string"),
