@@ -19,7 +19,14 @@ EXHAUSTIVE, SAMPLED = "exhaustive (BFS)", "sampled (Hypothesis)"
 def explore(p: Pipeline, progress=None) -> tuple[str, list[dict]]:
     """(how it explored, [anomaly]) where an anomaly is {property, status, explanation, trace}."""
     from icecheck.engines.explicit import Bounds, search
-    res = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states), traces=True)
+    from icecheck.scenarios.errors import InputError
+    try:
+        res = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states), traces=True)
+    except InputError as e:
+        if e.path != "the configuration":
+            raise
+        # a job's command its engine refuses as it begins: the file is what is wrong
+        raise InputError(e.detail, p.path) from None
     if res.complete:
         found = []
         for prop, v in sorted(res.violations.items()):

@@ -87,6 +87,26 @@ def test_errors_name_the_line(tmp_path, text, line, message):
     assert r.exit_code == 2 and f"p.yaml:{line}" in r.output.replace("\n", "")
 
 
+def test_a_job_its_engine_refuses_names_the_file(tmp_path):
+    """PyIceberg's dynamic_partition_overwrite on a bucket-partitioned table: refused as the
+    job begins (models/commands.py), so no run of the pipeline can go on: exit 2, one line
+    naming the file (it used to stop the search with a traceback)."""
+    f = tmp_path / "p.yaml"
+    f.write_text("table: {schema: {id: int, v: string}, partition_spec: ['bucket(2, id)']}\n"
+                 "initial_rows: [[1, v0]]\n"
+                 "jobs:\n"
+                 "  - {profile: pyiceberg-0.12-serializable, program: "
+                 "[{sql: OVERWRITE_PARTITIONS, rows: [[2, '{job}']]}]}\n"
+                 "  - {profile: spark-3.5-cow-serializable, program: "
+                 "[{sql: INSERT, rows: [[3, '{job}']]}]}\n")
+    r = CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
+    assert r.exit_code == 2, r.output
+    out = " ".join(r.output.split())
+    assert f"{f}: a command of this configuration cannot run: dynamic partition overwrite: " \
+           "only identity partition transforms are supported" in out, r.output
+    assert "Traceback" not in r.output
+
+
 def test_init_writes_a_starter_that_checks_and_never_overwrites(tmp_path):
     path = tmp_path / "pipeline.yaml"
     r = CliRunner().invoke(main, ["init", str(path)])
