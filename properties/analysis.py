@@ -7,7 +7,9 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from icecheck.models.commands_spec import ADD_FILES, MERGE_INSERT, OVERWRITE_FILES, Command
+from icecheck.models.commands_spec import (ADD_FILES, DELETE, MERGE_INSERT, OVERWRITE_FILES,
+                                            Command)
+from icecheck.models.filters import eval_row
 from icecheck.models.profiles import DROP_STRICT_COMMANDS
 from icecheck.models.system import Model, State, new_token
 
@@ -107,6 +109,21 @@ class Analysis:
         ops = [self.op(lb) for lb in labels]
         return bool(ops) and all(o is not None and getattr(o.intent, "kind", None) == MERGE_INSERT
                                  for o in ops)
+
+    def delete_where_misses(self, label: str | None, rows) -> bool:
+        """``label`` is a DELETE with a WHERE that selects none of ``rows`` (some rows of one
+        key). A row-level DELETE removes the row versions it read at its base; when another
+        write committed in between replaced such a version with one the WHERE does not select
+        (an UPDATE or MERGE that moved the row out of the predicate: another ``day``), the
+        table after both is what the serial order "that write, then the DELETE" leaves: the
+        version left is not an undelete (scenarios/builtin/commands/spark-mor-delete-vs-merge-
+        moving-the-row-out-of-its-where.yaml)."""
+        op = self.op(label)
+        intent = getattr(op, "intent", None)
+        if not isinstance(intent, Command) or intent.kind != DELETE or intent.where is None:
+            return False
+        schema = self.history.model.table.schema
+        return not any(eval_row(intent.where, schema.as_dict(tuple(r))) for r in rows)
 
     def file_level_overwrites(self, labels) -> bool:
         """One of these operations is a script's file-level overwrite (OVERWRITE_FILES:

@@ -310,6 +310,15 @@ def check(a) -> list:
             effects.get(e[0]) is not None and effects.get(e[1]) is not None
             and _left(effects[e[0]], e[3], 0) == _left(effects[e[1]], e[3], 1)
             for e in rw)
+        # Every anti-dependency's reader is a DELETE whose WHERE does not select what its
+        # writer left of the key (an UPDATE or MERGE that moved the row out of the predicate):
+        # the table is what "the writer, then the DELETE" leaves; only the DELETE's report (a
+        # row deleted) does not fit it.
+        moved = bool(rw) and all(
+            effects.get(e[1]) is not None
+            and a.delete_where_misses(e[0], _left(effects[e[1]], e[3], ()))
+            and _left(effects[e[1]], e[3], ()) != ()
+            for e in rw)
         writers = []
         for e in edges:
             if e[0] not in writers:
@@ -322,12 +331,15 @@ def check(a) -> list:
             f"{LEVEL_VIOLATED[anomaly]}."
             + (" Both conflicting writes left the key the same, so the table matches a serial "
                "order; only what each command reported (e.g. rows deleted) does not." if same
-               else ""),
+               else " The DELETE's WHERE does not select the version the other write left, so "
+               "the table matches a serial order (that write, then the DELETE); only what the "
+               "DELETE reported (a row deleted) does not." if moved else ""),
             VIOLATION,
             {"anomaly": anomaly, "level_violated": LEVEL_VIOLATED[anomaly],
              "cycle": [[e[0], e[1], e[2], jsonable(e[3])] for e in edges],
              "ops": writers, "rw_edges": len(rw), "on_absent_keys": absent,
              "rw_into_concurrent_insert": into_insert, "equivalent_writes": same,
+             "delete_where_misses_new_version": moved,
              "insert_only_merge": a.insert_only_merges(writers),
              "file_level_overwrite": a.file_level_overwrites(writers),
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops)}))
