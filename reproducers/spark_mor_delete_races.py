@@ -7,7 +7,7 @@ Needs only PySpark 3.5 and the Iceberg Spark runtime (no icecheck):
         org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0 from Maven Central
     ICEBERG_SPARK_JARS=/path/a.jar,/path/b.jar python reproducers/spark_mor_delete_races.py
         # offline: local jars instead of the Maven package
-Exit 0 when both anomalies reproduce.
+Exit 0 when all three anomalies reproduce.
 
 1. Undelete (snapshot isolation; Vanlightly 2024): UPDATE and DELETE of the same row start from
    one snapshot. The UPDATE commits first (a new row version + a position delete of the old
@@ -17,6 +17,11 @@ Exit 0 when both anomalies reproduce.
 2. Double delete (even serializable): two DELETEs of the same row both commit (two position
    deletes of one row). The table ends as a serial order would leave it, but both statements
    report deleting the row: a lost update (G-single).
+3. The same with the row moved (even serializable): on a table bucketed by id, a MERGE moves
+   id 1 from day d1 to d2 while DELETE ... WHERE day = 'd1' runs. The MERGE's new row does not
+   match the DELETE's conflict filter, and the DELETE checks no new delete files, so both
+   commit a position delete of (1, d1): the table is what "MERGE, then DELETE" leaves, but
+   both report changing the old row (G-single).
 
 Ordering: each racing statement carries a Python UDF in its condition that blocks on a file
 until the script lets it go. The UDF is evaluated while the statement scans (its snapshot is
@@ -25,6 +30,7 @@ pinned), so the other statement can commit in between: exactly the window two re
 qualify for anyway: each holds a row the DELETE does not select.)
 
 icecheck: traces/undelete-v2-mor-snapshot.json, traces/double-delete-v2-mor-serializable.json,
+traces/isolation-spark-mor-delete-vs-merge-moving-the-row.json,
 scenarios/builtin/commands/spark-mor-si-undelete.yaml.
 """
 
@@ -143,6 +149,31 @@ def main() -> int:
               f"live delete files {deletes}")
         if held == "committed" and deletes == 2:
             print("   REPRODUCED: both DELETEs of id=1 committed (two position deletes of one row)")
+        else:
+            ok = False
+            print("   NOT REPRODUCED")
+
+        t = "demo.db.moved"
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(f"CREATE TABLE {t} (id int, day string, v string) USING iceberg "
+                  f"PARTITIONED BY (bucket(2, id)) TBLPROPERTIES ('format-version'='2', "
+                  f"'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+                  f"'write.merge.mode'='merge-on-read', "
+                  f"'write.delete.isolation-level'='serializable', "
+                  f"'write.merge.isolation-level'='serializable')")
+        # ids 1 and 2 share bucket 0: one data file
+        spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+                  f"(1, 'd1', 'v0'), (2, 'd2', 'v0') AS v(id, day, v)")
+        held = race(spark, f"MERGE INTO {t} t USING (SELECT 1 AS id, 'd2' AS day, 'moved' AS v) s "
+                           f"ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
+                           f"WHEN NOT MATCHED THEN INSERT *",
+                    f"DELETE FROM {t} WHERE day = 'd1' AND gate('m', id)", "m")
+        deletes = spark.sql(f"SELECT count(*) FROM {t}.delete_files").collect()[0][0]
+        rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t}").collect())
+        print(f"3. moved row: MERGE committed, DELETE WHERE day = 'd1' {held}; rows {rows}; "
+              f"live delete files {deletes}")
+        if held == "committed" and deletes == 2 and rows == [(1, "d2", "moved"), (2, "d2", "v0")]:
+            print("   REPRODUCED: both committed a position delete of (1, 'd1', 'v0')")
         else:
             ok = False
             print("   NOT REPRODUCED")
