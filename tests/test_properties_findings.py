@@ -113,3 +113,24 @@ def test_a_metadata_only_delete_and_a_row_level_delete_of_one_row_left_it_the_sa
     finding, not a must-hold violation (real Spark agrees)."""
     assert _judged("spark-mor-delete-after-metadata-delete-removed-its-file.yaml") == {
         "isolation": "known_finding", "dangling_deletes": "allowed"}
+
+
+def test_a_delete_missing_a_concurrent_insert_of_its_key_is_no_undelete():
+    """PyIceberg, snapshot isolation: w2's DELETE of id 1 (it read w2's own upserted row) misses
+    w1's upsert, which found id 1 absent (before w2's first upsert committed) and inserted it
+    meanwhile. The serial order w1.1, w2.1, w2.2 (the DELETE), w1.2 (the insert) explains what
+    each read and the table, so nothing came back; the oracle's commit order called it an
+    undelete (must-hold). The UPDATE undelete, whose writer read the row, stays one."""
+    from icecheck.engines.config import mix_config
+    from icecheck.properties import evaluate
+    from icecheck.traces.execute import model_for, run_actions
+    cfg = mix_config("pyiceberg-0.12-snapshot", 2, 2, ("merge", "delete"))
+    m = model_for(cfg)
+    s = run_actions(m, "w1.begin#1 w1.refresh w1.cas w2.begin w2.refresh w1.begin w1.refresh "
+                       "w2.cas w1.cas w2.begin#1 w1.refresh w1.cas w2.refresh w2.cas w2.refresh "
+                       "w2.cas".split()).final
+    assert [r.outcome for w in s.writers for r in w.history] == ["committed"] * 4
+    assert "undelete" not in {v.property for v in evaluate(m, s)}
+    cfg, m = model_of("spark-3.5-mor-snapshot", mix=("delete", "update"))
+    s = run(m, ["w1.begin", "w2.begin#1", "w2.refresh", "w2.cas", "w1.refresh", "w1.cas"])
+    assert "undelete" in {v.property for v in evaluate(m, s)}
