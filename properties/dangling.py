@@ -55,8 +55,7 @@ def check(a: Analysis) -> list[Violation]:
                 if dfile is not None and dfile.rows is not None:
                     deleted_rows = [dfile.rows[p] for t, p in f.positions
                                     if t == target and p < len(dfile.rows)]
-                visible = {rv.values for rv in h.rows(snap.snapshot_id)}
-                back = [r for r in deleted_rows if r in visible]
+                back = _back(a, pos, snap, deleted_rows)
                 min_seq = min((e.data_sequence_number for e in data), default=None)
                 droppable = min_seq is not None and d.data_sequence_number < min_seq
                 who_added = a.who(adder.label) if adder else "a commit"
@@ -95,3 +94,20 @@ def check(a: Analysis) -> list[Violation]:
                     "format_version": h.model.table.format_version,
                     "resurrected_rows": [list(r) for r in back]}))
     return out
+
+
+def _back(a: Analysis, pos: int, snap, deleted_rows: list) -> list:
+    """The deleted rows visible again at lineage ``pos``: a row value is back only where the
+    table shows more copies of it than the committed operations left (the oracle's expected
+    rows of its key). A row equal to one the delete removed can be a new one: an UPDATE that
+    set a column to the value it had writes a position delete and a new row with the same
+    values, and a compaction that rewrites the old file without the deleted row leaves that
+    new row, not the deleted one."""
+    from collections import Counter
+    visible = Counter(rv.values for rv in a.history.rows(snap.snapshot_id))
+    oracle = a.oracle
+    expected = oracle.expected[pos] if pos < len(oracle.expected) else None
+    if expected is None or oracle.keyfn is None:
+        return [r for r in deleted_rows if visible[r]]
+    kf = oracle.keyfn
+    return [r for r in deleted_rows if visible[r] > expected.get(kf(r), ()).count(r)]

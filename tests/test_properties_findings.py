@@ -134,3 +134,25 @@ def test_a_delete_missing_a_concurrent_insert_of_its_key_is_no_undelete():
     cfg, m = model_of("spark-3.5-mor-snapshot", mix=("delete", "update"))
     s = run(m, ["w1.begin", "w2.begin#1", "w2.refresh", "w2.cas", "w1.refresh", "w1.cas"])
     assert "undelete" in {v.property for v in evaluate(m, s)}
+
+
+def test_a_no_op_update_then_a_compaction_leaves_a_harmless_delete_not_an_undelete():
+    """An UPDATE that sets v to the value it had (merge-on-read: a position delete of the old
+    row and a new row with the same values), then a compaction that rewrites the old file
+    without it: the row visible is the UPDATE's. The dangling position delete is harmless; it
+    used to be classified "resurrected" (must-hold) by comparing row values only."""
+    from icecheck.engines.config import ExploreConfig, _freeze
+    from icecheck.properties import evaluate
+    from icecheck.traces.execute import model_for, run_actions
+    update = {"sql": "UPDATE", "where": "id = 1", "set": {"v": "v0"}}
+    cfg = ExploreConfig(profile="spark-3.5-mor-serializable",
+                        initial_rows=((0, "v0"), (1, "v0")),
+                        writers=(((_freeze(update),),), ((_freeze({"sql": "COMPACT"}),),)),
+                        name="no-op update")
+    m = model_for(cfg)
+    s = run_actions(m, ["w1.begin", "w1.refresh", "w1.cas", "w2.begin", "w2.refresh",
+                        "w2.cas"]).final
+    found = {v.property: v for v in evaluate(m, s)}
+    assert set(found) == {"dangling_deletes"}
+    assert found["dangling_deletes"].details["classification"] == "harmless"
+    assert found["dangling_deletes"].details["resurrected_rows"] == []
