@@ -61,12 +61,19 @@ def check(a: Analysis) -> list[Violation]:
                 who_added = a.who(adder.label) if adder else "a commit"
                 who_removed = (a.who(remover.label) if remover else
                                "a commit" if removed_at is not None else "no committed version")
+                # the DV came in after its data file had left the table (a writer that did not
+                # see the removal), not left behind by the commit that removed the file
+                added_after = (adder is not None and adder.position is not None
+                               and removed_at is not None and adder.position > removed_at)
                 if f.content == DV:
                     severity, cls = VIOLATION, "dv"
                     text = (f"Deletion vector {f.path} (added by {who_added}) is live at seq "
                             f"{snap.sequence_number} but its data file {target} is not: removed "
-                            f"by {who_removed}; format v3 requires a removed data file's DV to be "
-                            f"removed in the same commit.")
+                            f"by {who_removed}"
+                            + (", before the DV was added (its writer did not see the file go)"
+                               if added_after else "")
+                            + "; format v3 requires a removed data file's DV to be removed in the "
+                              "same commit: no DV may outlive its data file.")
                 elif back:
                     severity, cls = FINDING, "resurrected"
                     text = (f"Position delete {f.path} (added by {who_added}) is live at seq "
@@ -92,6 +99,7 @@ def check(a: Analysis) -> list[Violation]:
                     "min_live_data_sequence_number": min_seq,
                     "dropped_by_next_commit": droppable,
                     "format_version": h.model.table.format_version,
+                    "added_after_removal": added_after,
                     "resurrected_rows": [list(r) for r in back]}))
     return out
 

@@ -7,7 +7,7 @@ Needs only PySpark 3.5 and the Iceberg Spark runtime (no icecheck):
         org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0 from Maven Central
     ICEBERG_SPARK_JARS=/path/a.jar,/path/b.jar python reproducers/spark_mor_delete_races.py
         # offline: local jars instead of the Maven package
-Exit 0 when all three anomalies reproduce.
+Exit 0 when all four anomalies reproduce.
 
 1. Undelete (snapshot isolation; Vanlightly 2024): UPDATE and DELETE of the same row start from
    one snapshot. The UPDATE commits first (a new row version + a position delete of the old
@@ -22,6 +22,11 @@ Exit 0 when all three anomalies reproduce.
    match the DELETE's conflict filter, and the DELETE checks no new delete files, so both
    commit a position delete of (1, d1): the table is what "MERGE, then DELETE" leaves, but
    both report changing the old row (G-single).
+4. A dangling deletion vector (format v3, serializable): on a table partitioned by day, a
+   metadata-only DELETE ... WHERE day = 'd1' drops d1's file while a row-level DELETE of id 2
+   runs; the row-level DELETE then commits a deletion vector for that removed file (no
+   validateDeletedFiles for DELETE, and no other DV to clash with). The spec says no DV may
+   outlive its data file; the table keeps one.
 
 Ordering: each racing statement carries a Python UDF in its condition that blocks on a file
 until the script lets it go. The UDF is evaluated while the statement scans (its snapshot is
@@ -31,6 +36,7 @@ qualify for anyway: each holds a row the DELETE does not select.)
 
 icecheck: traces/undelete-v2-mor-snapshot.json, traces/double-delete-v2-mor-serializable.json,
 traces/isolation-spark-mor-delete-vs-merge-moving-the-row.json,
+traces/dangling-deletes-v3-spark-dv-after-metadata-delete.json,
 scenarios/builtin/commands/spark-mor-si-undelete.yaml.
 """
 
@@ -174,6 +180,30 @@ def main() -> int:
               f"live delete files {deletes}")
         if held == "committed" and deletes == 2 and rows == [(1, "d2", "moved"), (2, "d2", "v0")]:
             print("   REPRODUCED: both committed a position delete of (1, 'd1', 'v0')")
+        else:
+            ok = False
+            print("   NOT REPRODUCED")
+
+        t = "demo.db.dangling_dv"
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(f"CREATE TABLE {t} (id int, day string, v string) USING iceberg "
+                  f"PARTITIONED BY (day) TBLPROPERTIES ('format-version'='3', "
+                  f"'write.delete.mode'='merge-on-read', "
+                  f"'write.delete.isolation-level'='serializable')")
+        spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+                  f"(1, 'd1', 'v0'), (2, 'd1', 'v0'), (3, 'd2', 'v0') AS v(id, day, v)")
+        d1 = [r[0] for r in spark.sql(f"SELECT file_path FROM {t}.files "
+                                      f"WHERE partition.day = 'd1'").collect()]
+        held = race(spark, f"DELETE FROM {t} WHERE day = 'd1'",
+                    f"DELETE FROM {t} WHERE id = 2 AND gate('v', id)", "v")
+        live = {r[0] for r in spark.sql(f"SELECT file_path FROM {t}.files").collect()}
+        dvs = spark.sql(f"SELECT file_format, referenced_data_file FROM {t}.delete_files").collect()
+        rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t}").collect())
+        print(f"4. v3 dangling DV: metadata-only DELETE committed, DELETE of id 2 {held}; rows "
+              f"{rows}; live delete files {[(r[0], r[1]) for r in dvs]}; d1 {d1}")
+        if (held == "committed" and len(dvs) == 1 and dvs[0][0] == "PUFFIN"
+                and dvs[0][1] in d1 and dvs[0][1] not in live and rows == [(3, "d2", "v0")]):
+            print("   REPRODUCED: a live deletion vector names a data file no longer in the table")
         else:
             ok = False
             print("   NOT REPRODUCED")

@@ -94,7 +94,8 @@ def _judged(name):
     from icecheck.scenarios import BUILTIN_DIR
     from icecheck.scenarios.format import load_scenario
     from icecheck.scenarios.runner import run_scenario
-    v = run_scenario(load_scenario(os.path.join(BUILTIN_DIR, "commands", name)))
+    v = run_scenario(load_scenario(os.path.join(BUILTIN_DIR, *(
+        name.split("/") if "/" in name else ("commands", name)))))
     assert not v.failures, v.failures
     return {p["property"]: p["status"] for p in v.properties}
 
@@ -156,3 +157,14 @@ def test_a_no_op_update_then_a_compaction_leaves_a_harmless_delete_not_an_undele
     assert set(found) == {"dangling_deletes"}
     assert found["dangling_deletes"].details["classification"] == "harmless"
     assert found["dangling_deletes"].details["resurrected_rows"] == []
+
+
+def test_a_v3_dv_added_after_its_file_was_removed_is_a_known_finding():
+    """Format v3: a Spark row-level DELETE commits a DV for a file a concurrent metadata-only
+    DELETE removed (real Spark does too): the dangling DV is the recorded finding (details
+    added_after_removal), its G-single the known double DELETE; a DV left by a commit that
+    removed its own file stays must-hold."""
+    assert _judged("format_v3/spark-dv-added-after-metadata-delete-removed-its-file.yaml") == {
+        "dangling_deletes": "known_finding", "isolation": "known_finding"}
+    # the Java-level twin (raw operations, no engine profile): reported raw, as before
+    assert _judged("format_v3/dv-vs-delete-files-dangling.yaml").get("dangling_deletes") == "raw"

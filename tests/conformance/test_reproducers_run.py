@@ -40,7 +40,7 @@ def test_pyiceberg_upsert_duplicate_key():
 
 
 def test_spark_mor_delete_races():
-    assert _run("spark_mor_delete_races.py", "spark").count("REPRODUCED:") == 3
+    assert _run("spark_mor_delete_races.py", "spark").count("REPRODUCED:") == 4
 
 
 def test_spark_insert_only_merge_duplicates():
