@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import networkx as nx
 
+from icecheck.models.commands_spec import DELETE, OVERWRITE, OVERWRITE_FILES, UPDATE
+from icecheck.models.filters import eval_row
+
 from .common import jsonable
 from .history import History
 from .oracle import Oracle
 from .violation import VIOLATION, Violation
 
 WW, WR, RW, CO = "ww", "wr", "rw", "co"
+#: commands whose read of a key is their WHERE's rows (a MERGE reads its source keys' rows)
+_FILTERED_READS = frozenset({DELETE, UPDATE, OVERWRITE, OVERWRITE_FILES})
 DATA_EDGES = (WW, WR, RW)
 LEVEL_VIOLATED = {"G0": "read-uncommitted", "G1c": "read-committed",
                   "G-single": "snapshot-isolation", "G2-item": "serializable"}
@@ -159,13 +164,33 @@ def build_deps(h: History, oracle: Oracle) -> DepGraph:
             if writer is not None and writer != op.label:
                 g.add_edge(writer, op.label, key=f"{WR}:{k!r}", type=WR, row_key=k)
             order = oracle.version_order.get(k, [])
-            nxt = order[0] if writer is None and order else None
-            if writer is not None and writer in order:
-                i = order.index(writer)
-                nxt = order[i + 1] if i + 1 < len(order) else None
+            later = order if writer is None else (
+                order[order.index(writer) + 1:] if writer in order else [])
+            # the anti-dependency goes to the first later write that changes what op read of
+            # k: one that replaced or removed rows of k, or added a row op's WHERE selects (a
+            # row of the same key added elsewhere, e.g. another day, changes nothing it read)
+            nxt = next((w for w in later if _changes_read(h, oracle, op, w, k)), None)
             if nxt is not None and nxt != op.label:
                 g.add_edge(op.label, nxt, key=f"{RW}:{k!r}", type=RW, row_key=k)
     return g
+
+
+def _changes_read(h: History, oracle: Oracle, reader, label: str, k) -> bool:
+    """Does operation ``label``'s write of key ``k`` change what ``reader`` read of it? Yes
+    when it replaced or removed rows of ``k`` (or its effect is not known); when it only added
+    rows, only if ``reader``'s WHERE (a DELETE, UPDATE or overwrite by filter) selects one."""
+    eff = oracle.effects.get(label)
+    if eff is None or k in eff.sets or k in eff.blind_sets or eff.drop is not None:
+        return True
+    added = eff.appends.get(k)
+    if not added:
+        return True
+    intent = getattr(reader, "intent", None)
+    where = getattr(intent, "where", None)
+    if where is None or getattr(intent, "kind", None) not in _FILTERED_READS:
+        return True
+    schema = h.model.table.schema
+    return any(eval_row(where, schema.as_dict(tuple(r))) for r in added)
 
 
 def _pair_edges(g, a, b) -> dict:

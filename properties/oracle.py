@@ -242,14 +242,8 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
             gone = Counter(rv.values for rv in base_rows
                            if rv.path in doomed_files or (rv.path, rv.position) in positions)
             new = Counter(tuple(r) for f in planned.add_data for r in (f.rows or ()))
-            removed, added = list((gone - new).elements()), list((new - gone).elements())
-            base_by_key: dict = {}
-            for rv in base_rows:
-                base_by_key.setdefault(kf(rv.values), []).append(rv.values)
-            for r in removed:
-                eff.reads[kf(r)] = True
-            _set_effect(eff, kf, base_by_key, removed, added)
-            return eff
+            return _files_effect(eff, kf, base_rows, list((gone - new).elements()),
+                                 list((new - gone).elements()), blind_appends=False)
         if kind in (OVERWRITE, OVERWRITE_PARTITIONS):
             for r in intent.rows:
                 eff.appends.setdefault(kf(r), []).append(tuple(r))
@@ -361,10 +355,13 @@ def _delete_targets(operation) -> tuple[set, set, list]:
     return {f.path for f in operation.delete_data}, positions, eq
 
 
-def _files_effect(eff: Effect, kf: KeyFn, base_rows, removed: list, added: list) -> Effect:
+def _files_effect(eff: Effect, kf: KeyFn, base_rows, removed: list, added: list,
+                  blind_appends: bool = True) -> Effect:
     """The effect of an operation decided by its files: blind appends when it removed no row
-    of its base, else each touched key set to its base rows - removed + added."""
-    if not removed:
+    of its base (``blind_appends``), else each touched key set to its base rows - removed +
+    added. Without ``blind_appends`` (an overwrite, which replaces what it selected even when
+    that was nothing) the added rows set their keys too."""
+    if not removed and blind_appends:
         for r in added:
             eff.appends.setdefault(kf(r), []).append(r)
         return eff

@@ -105,6 +105,23 @@ def create(spark, name: str, isolation: str) -> str:
     return t
 
 
+def create_by_day(spark, name: str, partitioning: str, format_version: int, values: str) -> str:
+    """A merge-on-read, serializable table (id int, day string, v string) partitioned by
+    ``partitioning``, holding ``values`` (one write: one file per partition)."""
+    t = f"demo.db.{name}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    props = {"format-version": str(format_version)}
+    for command in ("delete", "update", "merge"):
+        props[f"write.{command}.mode"] = "merge-on-read"
+        props[f"write.{command}.isolation-level"] = "serializable"
+    spark.sql(f"CREATE TABLE {t} (id int, day string, v string) USING iceberg "
+              f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ("
+              + ", ".join(f"'{k}'='{v}'" for k, v in props.items()) + ")")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES {values} "
+              f"AS v(id, day, v)")
+    return t
+
+
 def race(spark, first_sql: str, held_sql: str, token: str):
     """Run held_sql up to its gate, run first_sql to completion, then release held_sql."""
     outcome = {}
@@ -159,17 +176,8 @@ def main() -> int:
             ok = False
             print("   NOT REPRODUCED")
 
-        t = "demo.db.moved"
-        spark.sql(f"DROP TABLE IF EXISTS {t}")
-        spark.sql(f"CREATE TABLE {t} (id int, day string, v string) USING iceberg "
-                  f"PARTITIONED BY (bucket(2, id)) TBLPROPERTIES ('format-version'='2', "
-                  f"'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
-                  f"'write.merge.mode'='merge-on-read', "
-                  f"'write.delete.isolation-level'='serializable', "
-                  f"'write.merge.isolation-level'='serializable')")
         # ids 1 and 2 share bucket 0: one data file
-        spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
-                  f"(1, 'd1', 'v0'), (2, 'd2', 'v0') AS v(id, day, v)")
+        t = create_by_day(spark, "moved", "bucket(2, id)", 2, "(1, 'd1', 'v0'), (2, 'd2', 'v0')")
         held = race(spark, f"MERGE INTO {t} t USING (SELECT 1 AS id, 'd2' AS day, 'moved' AS v) s "
                            f"ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
                            f"WHEN NOT MATCHED THEN INSERT *",
@@ -184,14 +192,8 @@ def main() -> int:
             ok = False
             print("   NOT REPRODUCED")
 
-        t = "demo.db.dangling_dv"
-        spark.sql(f"DROP TABLE IF EXISTS {t}")
-        spark.sql(f"CREATE TABLE {t} (id int, day string, v string) USING iceberg "
-                  f"PARTITIONED BY (day) TBLPROPERTIES ('format-version'='3', "
-                  f"'write.delete.mode'='merge-on-read', "
-                  f"'write.delete.isolation-level'='serializable')")
-        spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
-                  f"(1, 'd1', 'v0'), (2, 'd1', 'v0'), (3, 'd2', 'v0') AS v(id, day, v)")
+        t = create_by_day(spark, "dangling_dv", "day", 3,
+                          "(1, 'd1', 'v0'), (2, 'd1', 'v0'), (3, 'd2', 'v0')")
         d1 = [r[0] for r in spark.sql(f"SELECT file_path FROM {t}.files "
                                       f"WHERE partition.day = 'd1'").collect()]
         held = race(spark, f"DELETE FROM {t} WHERE day = 'd1'",

@@ -55,15 +55,19 @@ def test_mixed_jobs_become_writer_profiles():
     assert p.config.mixed and p.config.profile_of(2) == "pyiceberg-0.12-serializable"
 
 
-def test_a_naive_job_beside_spark_fails_the_check(tmp_path):
+def _check_jobs(tmp_path, table: str, jobs: list[str]):
+    """``icecheck check`` on a pipeline of ``table`` (its YAML flow mapping), one row
+    [1, v0], and ``jobs`` (profile, program: flow sequences): (the file, the result)."""
     f = tmp_path / "p.yaml"
-    f.write_text("table: {schema: {id: int, v: string}}\ninitial_rows: [[1, v0]]\n"
-                 "jobs:\n"
-                 "  - {profile: spark-3.5-cow-serializable, program: "
-                 "[{sql: UPDATE, where: 'id = {key}', set: {v: '{job}'}}]}\n"
-                 "  - {profile: no-validation, program: "
-                 "[{sql: UPDATE, where: 'id = {key}', set: {v: '{job}'}}]}\n")
-    r = CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
+    f.write_text(f"table: {table}\ninitial_rows: [[1, v0]]\njobs:\n"
+                 + "".join(f"  - {{profile: {p}, program: {prog}}}\n" for p, prog in jobs))
+    return f, CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
+
+
+def test_a_naive_job_beside_spark_fails_the_check(tmp_path):
+    update = "[{sql: UPDATE, where: 'id = {key}', set: {v: '{job}'}}]"
+    _, r = _check_jobs(tmp_path, "{schema: {id: int, v: string}}",
+                       [("spark-3.5-cow-serializable", update), ("no-validation", update)])
     assert r.exit_code == 1, r.output
     assert "MUST HOLD" in r.output
 
@@ -91,15 +95,10 @@ def test_a_job_its_engine_refuses_names_the_file(tmp_path):
     """PyIceberg's dynamic_partition_overwrite on a bucket-partitioned table: refused as the
     job begins (models/commands.py), so no run of the pipeline can go on: exit 2, one line
     naming the file (it used to stop the search with a traceback)."""
-    f = tmp_path / "p.yaml"
-    f.write_text("table: {schema: {id: int, v: string}, partition_spec: ['bucket(2, id)']}\n"
-                 "initial_rows: [[1, v0]]\n"
-                 "jobs:\n"
-                 "  - {profile: pyiceberg-0.12-serializable, program: "
-                 "[{sql: OVERWRITE_PARTITIONS, rows: [[2, '{job}']]}]}\n"
-                 "  - {profile: spark-3.5-cow-serializable, program: "
-                 "[{sql: INSERT, rows: [[3, '{job}']]}]}\n")
-    r = CliRunner().invoke(main, ["check", str(f), "--reports", str(tmp_path / "r")])
+    f, r = _check_jobs(tmp_path, "{schema: {id: int, v: string}, partition_spec: ['bucket(2, id)']}",
+                       [("pyiceberg-0.12-serializable",
+                         "[{sql: OVERWRITE_PARTITIONS, rows: [[2, '{job}']]}]"),
+                        ("spark-3.5-cow-serializable", "[{sql: INSERT, rows: [[3, '{job}']]}]")])
     assert r.exit_code == 2, r.output
     out = " ".join(r.output.split())
     assert f"{f}: a command of this configuration cannot run: dynamic partition overwrite: " \

@@ -168,3 +168,31 @@ def test_a_v3_dv_added_after_its_file_was_removed_is_a_known_finding():
         "dangling_deletes": "known_finding", "isolation": "known_finding"}
     # the Java-level twin (raw operations, no engine profile): reported raw, as before
     assert _judged("format_v3/dv-vs-delete-files-dangling.yaml").get("dangling_deletes") == "raw"
+
+
+def test_a_row_of_the_same_key_added_outside_a_delete_s_where_is_no_anti_dependency():
+    """A DELETE ... WHERE day = 'd1' beside a concurrent INSERT of id 1 into day d2 (a table
+    bucketed by id, key id): the INSERT changes nothing the DELETE read, so "INSERT, then
+    DELETE" explains both; the isolation check used to draw an rw edge to it (a G-single,
+    must-hold). An INSERT the DELETE's WHERE selects (id = 1) still is one (a phantom)."""
+    from icecheck.engines.config import ExploreConfig, _freeze
+    from icecheck.properties import evaluate
+    from icecheck.traces.execute import model_for, run_actions
+
+    def props(where, profile="spark-3.5-cow-serializable"):
+        insert = {"sql": "INSERT", "rows": [[1, "d2", "w1.1"]]}
+        delete = {"sql": "DELETE", "where": where}
+        cfg = ExploreConfig(profile=profile,
+                            schema=(("id", "int"), ("day", "string"), ("v", "string")),
+                            partition_spec=("bucket(2, id)",),
+                            initial_rows=((1, "d1", "v0"), (2, "d2", "v0")),
+                            writers=(((_freeze(insert),),), ((_freeze(delete),),)), name="dup")
+        m = model_for(cfg)
+        s = run_actions(m, ["w1.begin", "w2.begin", "w1.refresh", "w1.cas", "w2.refresh",
+                            "w2.cas"]).final
+        assert [r.outcome for w in s.writers for r in w.history] == ["committed", "committed"]
+        return {v.property: v for v in evaluate(m, s)}
+
+    assert "isolation" not in props("day = 'd1'")
+    phantom = props("id = 1", "spark-3.5-cow-snapshot")["isolation"]
+    assert phantom.details["rw_into_concurrent_insert"]
