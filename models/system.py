@@ -1122,9 +1122,17 @@ class Model:
     def _crash(self, state: State, w: WriterState, a: Action) -> State:
         # a partial-progress compaction keeps the commits it made before the crash
         last_id, last_seq = w.group_ids[-1] if w.group_ids else (None, None)
+        applied = bool(w.group_ids)
+        if w.phantom_id is not None and not w.group_ids:
+            # an attempt the catalog applied while answering CommitFailedException: the writer
+            # dies believing it failed, but its snapshot became the pointer (``OpRecord.applied``)
+            # and stays in the table unless a later commit rolled it back
+            last_id, applied = w.phantom_id, True
+            snap = state.metadata.snapshot(w.phantom_id)
+            last_seq = snap.sequence_number if snap is not None else None
         record = OpRecord(w.op_index, w.intent, w.whole or w.operation, CRASHED,
                           f"crashed while {w.phase}", None, w.base_snapshot_id, last_id,
-                          last_seq, w.attempt + 1, bool(w.group_ids),
+                          last_seq, w.attempt + 1, applied,
                           tuple(i for i, _ in w.group_ids))
         crashed = replace(w, phase=CRASHED, history=w.history + (record,))
         return self._put_writer(state, crashed)

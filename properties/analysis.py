@@ -9,11 +9,10 @@ from typing import Any, Callable, Hashable
 
 from icecheck.models.commands_spec import (ADD_FILES, DELETE, MERGE_INSERT, OVERWRITE_FILES,
                                             Command)
-from icecheck.models.filters import eval_row
 from icecheck.models.profiles import DROP_STRICT_COMMANDS
 from icecheck.models.system import Model, State, new_token
 
-from .history import History, Op, build_history, describe_intent
+from .history import History, Op, build_history, describe_intent, where_selects
 from .oracle import KeyFn, Oracle, identity_partition_columns, memo_oracle
 
 
@@ -118,12 +117,7 @@ class Analysis:
         table after both is what the serial order "that write, then the DELETE" leaves: the
         version left is not an undelete (scenarios/builtin/commands/spark-mor-delete-vs-merge-
         moving-the-row-out-of-its-where.yaml)."""
-        op = self.op(label)
-        intent = getattr(op, "intent", None)
-        if not isinstance(intent, Command) or intent.kind != DELETE or intent.where is None:
-            return False
-        schema = self.history.model.table.schema
-        return not any(eval_row(intent.where, schema.as_dict(tuple(r))) for r in rows)
+        return where_selects(self.history, self.op(label), rows, (DELETE,)) is False
 
     def file_level_overwrites(self, labels) -> bool:
         """One of these operations is a script's file-level overwrite (OVERWRITE_FILES:

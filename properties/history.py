@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from icecheck.models.commands_spec import Command
+from icecheck.models.filters import eval_row
 from icecheck.models.metadata import Snapshot, TableMetadata, snapshot_files_key
 from icecheck.models.reads import live_data_entries, live_delete_entries, read_rows
 from icecheck.models.operations import TRANSACTION
@@ -55,6 +56,19 @@ class Op:
 
     def describe(self) -> str:
         return f"{self.writer} ({describe_intent(self.intent)})"
+
+
+def where_selects(h: "History", op: Op | None, rows, kinds) -> bool | None:
+    """Does the WHERE of ``op`` (a command of one of ``kinds``) select one of ``rows``? None
+    when it is not such a command or has no WHERE (it reads whole keys or the whole table).
+    What the isolation and undelete checks ask of a DELETE (UPDATE, overwrite by filter) and
+    a row of its key another write left or added: a row its WHERE does not select is not one
+    it read."""
+    intent = getattr(op, "intent", None)
+    if not isinstance(intent, Command) or intent.kind not in kinds or intent.where is None:
+        return None
+    schema = h.model.table.schema
+    return any(eval_row(intent.where, schema.as_dict(tuple(r))) for r in rows)
 
 
 def describe_intent(intent: Any) -> str:

@@ -23,10 +23,9 @@ from __future__ import annotations
 import networkx as nx
 
 from icecheck.models.commands_spec import DELETE, OVERWRITE, OVERWRITE_FILES, UPDATE
-from icecheck.models.filters import eval_row
 
 from .common import jsonable
-from .history import History
+from .history import History, where_selects
 from .oracle import Oracle
 from .violation import VIOLATION, Violation
 
@@ -183,14 +182,7 @@ def _changes_read(h: History, oracle: Oracle, reader, label: str, k) -> bool:
     if eff is None or k in eff.sets or k in eff.blind_sets or eff.drop is not None:
         return True
     added = eff.appends.get(k)
-    if not added:
-        return True
-    intent = getattr(reader, "intent", None)
-    where = getattr(intent, "where", None)
-    if where is None or getattr(intent, "kind", None) not in _FILTERED_READS:
-        return True
-    schema = h.model.table.schema
-    return any(eval_row(where, schema.as_dict(tuple(r))) for r in added)
+    return not added or where_selects(h, reader, added, _FILTERED_READS) is not False
 
 
 def _pair_edges(g, a, b) -> dict:
@@ -362,8 +354,8 @@ def check(a) -> list:
         # row deleted) does not fit it.
         moved = bool(rw) and all(
             effects.get(e[1]) is not None
-            and a.delete_where_misses(e[0], _left(effects[e[1]], e[3], ()))
             and _left(effects[e[1]], e[3], ()) != ()
+            and a.delete_where_misses(e[0], _left(effects[e[1]], e[3], ()))
             for e in rw)
         writers = []
         for e in edges:

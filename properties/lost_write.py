@@ -50,9 +50,16 @@ def check_catalog(a: Analysis) -> list[Violation]:
             # snapshot id, and SnapshotProducer.commit's "this is a rollback operation" branch
             # (base.snapshot(id) != null -> setBranchSnapshot) moved main back to it
             back = h.by_snapshot.get(snap.parent_id)
-            if back is not None and back.writer != op.writer:
-                rolled_back_by = back.label
-                by_text = (f"{a.who(back.label)}, retrying a commit the catalog had applied but "
+            back_label = back.label if back is not None and back.writer != op.writer else None
+            if back is None:
+                # the retrying writer may still be at it (its record not written yet): the
+                # snapshot the catalog applied for it is its phantom
+                back_label = next((f"{w.name}.{w.op_index + 1}" for w in h.state.writers
+                                   if w.phantom_id == snap.parent_id and w.name != op.writer),
+                                  None)
+            if back_label is not None:
+                rolled_back_by = back_label
+                by_text = (f"{a.who(back_label)}, retrying a commit the catalog had applied but "
                            f"answered CommitFailedException, re-committed the same snapshot id; "
                            f"Java's SnapshotProducer.commit treats that as a rollback and set "
                            f"main back to snapshot {snap.parent_id}, discarding it")

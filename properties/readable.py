@@ -15,6 +15,7 @@ because a delete names it.
 from __future__ import annotations
 
 from icecheck.models.expire import missing_objects
+from icecheck.models.system import COMMITTED
 
 from .analysis import Analysis
 from .violation import VIOLATION, Violation
@@ -24,11 +25,20 @@ def check(a: Analysis) -> list[Violation]:
     out = []
     for what, path, sid in _missing(a.history):
         where = f" of snapshot {sid}" if sid is not None else ""
+        # the snapshot's own writer was told its commit failed although the catalog applied
+        # it (a phantom failure): Java's SnapshotProducer.cleanAll then deletes what that
+        # attempt wrote, the current manifest list included (docs/findings.md)
+        op = a.history.by_snapshot.get(sid) if sid is not None else None
+        phantom = bool(op is not None and op.record is not None and op.record.applied
+                       and op.outcome != COMMITTED)
         out.append(Violation(
             "readable",
             f"The current table metadata references {what} {path}{where}, which no longer exists "
-            f"(deleted by snapshot expiry or a commit's clean-up): reading the table fails.",
-            VIOLATION, {"object": what, "path": path, "snapshot_id": sid}))
+            + (f"(deleted by {a.who(op.label)}'s clean-up: the catalog applied its commit but "
+               f"answered that it failed): reading the table fails." if phantom else
+               "(deleted by snapshot expiry or a commit's clean-up): reading the table fails."),
+            VIOLATION, {"object": what, "path": path, "snapshot_id": sid,
+                        "applied_but_told_failed": phantom}))
     return out
 
 

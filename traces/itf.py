@@ -74,8 +74,11 @@ def state_itf(model: Model, state: State, index: int, action: str) -> dict:
     if snap is not None:
         rows = [((r.path, r.position), value(tuple(r.values)))
                 for r in read_rows(state.store.archive(), snap, model.table.schema.names)]
-        for mp in state.store[snap.manifest_list].manifests:
-            m = state.store[mp]
+        # read as the rows are (the store's archive): an object a clean-up deleted is listed
+        # in ``deleted``, and the table that needs it is unreadable (property ``readable``)
+        objects = state.store.archive()
+        for mp in objects[snap.manifest_list].manifests:
+            m = objects[mp]
             manifests[mp] = {
                 "content": m.content, "added_snapshot": value(m.added_snapshot_id),
                 "seq": value(m.sequence_number),
@@ -97,6 +100,7 @@ def state_itf(model: Model, state: State, index: int, action: str) -> dict:
         "snapshot_log": [value(s) for s in meta.snapshot_log],
         "manifests": imap(manifests.items()),
         "files": imap(files.items()),
+        "deleted": iset(sorted(state.store.deleted)),
         "writers": imap((w.name, {
             "phase": w.phase, "op_index": value(w.op_index),
             "base_snapshot": _opt(w.base_snapshot_id),
@@ -110,7 +114,7 @@ def state_itf(model: Model, state: State, index: int, action: str) -> dict:
 
 
 VARS = ["action", "catalog", "current_snapshot", "last_sequence_number", "rows", "snapshots",
-        "snapshot_log", "manifests", "files", "writers"]
+        "snapshot_log", "manifests", "files", "deleted", "writers"]
 
 
 def export(doc: dict, path: str = "<trace>") -> dict:
