@@ -31,13 +31,13 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
-from icecheck.scenarios.errors import InputError
 from icecheck.engines.por import sleep_after
 from icecheck.engines.symmetry import Fingerprinter, check_bounds
 from icecheck.models import system as S
 from icecheck.models.commands import PlanError
 from icecheck.models.metadata import TableMetadata
 from icecheck.models.system import Action, Model, State
+from icecheck.scenarios.errors import InputError
 
 _NONE: frozenset = frozenset()   # no action asleep
 
