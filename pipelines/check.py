@@ -36,7 +36,9 @@ def explore(p: Pipeline, progress=None) -> tuple[str, list[dict]]:
                 found.append(_anomaly(prop, "allowed", v.trace))
         return f"{EXHAUSTIVE}: {res.states} states, every interleaving and choice", found
     if progress:
-        progress(f"{res.states} states exceed bounds.max_states={p.max_states}; "
+        # BFS stops at a level's end: the next level would have passed the bound
+        progress(f"the exhaustive search stopped at {res.states} states, its next level "
+                 f"would pass bounds.max_states={p.max_states}; "
                  f"sampling with Hypothesis ({p.max_examples} runs, seed {p.seed})")
     from icecheck.engines.hypothesis_engine import explore as hyp
     h = hyp(p.config, max_examples=p.max_examples, seed=p.seed)
