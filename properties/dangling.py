@@ -12,6 +12,8 @@ version) references a data file that is not live in that version.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from icecheck.models.files import DV, EQUALITY_DELETES
 
 from .analysis import Analysis
@@ -111,7 +113,6 @@ def _back(a: Analysis, pos: int, snap, deleted_rows: list) -> list:
     set a column to the value it had writes a position delete and a new row with the same
     values, and a compaction that rewrites the old file without the deleted row leaves that
     new row, not the deleted one."""
-    from collections import Counter
     visible = Counter(rv.values for rv in a.history.rows(snap.snapshot_id))
     oracle = a.oracle
     expected = oracle.expected[pos] if pos < len(oracle.expected) else None
