@@ -170,9 +170,33 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
         # the strictest; among equally strict, the reason of the engine that promises most (a
         # duplicate two Spark snapshot-isolation jobs make beside a Flink sink is allowed by
         # Spark's snapshot isolation, not explained by the sink's lack of validation)
-        return min(found, key=lambda ep: (_STRICTNESS.get(ep[0].status, 0),
-                                          -_ISOLATION_RANK.get(_isolation_of(ep[1]), 0)))[0]
+        best, best_profile = min(found, key=lambda ep: (
+            _STRICTNESS.get(ep[0].status, 0), -_ISOLATION_RANK.get(_isolation_of(ep[1]), 0)))
+        return _stricter_promise(best, best_profile, found, involved, writer_profile)
     return _expectation(profile, catalog, format_version, violation)
+
+
+def _stricter_promise(best: Expectation, best_profile: str, found: list, involved,
+                      writer_profile: Callable[[str], str] | None) -> Expectation:
+    """A mixed run's must-hold verdict that another involved writer's profile alone would not
+    give: its reason says so, naming that profile's own verdict and reason, so that a reader
+    sees the anomaly is what that engine (say, a snapshot-isolation DELETE) lets through and
+    that the run holds it to the stricter writer's promise (a real table can run a command at
+    its own level: ``ExploreConfig.isolation_note``)."""
+    if best.status != MUST_HOLD:
+        return best
+    words = {ALLOWED: "allowed", KNOWN_FINDING: "a recorded known finding"}
+    weaker = []
+    for e, p in found:
+        if e.status == MUST_HOLD:
+            continue
+        who = sorted(w for w in involved if writer_profile is not None and writer_profile(w) == p)
+        weaker.append(f"under {p} alone{' (' + ', '.join(who) + ')' if who else ''} it is "
+                      f"{words.get(e.status, e.status)}: {e.reason}")
+    if not weaker:
+        return best
+    return Expectation(MUST_HOLD, f"Judged under the stricter writer's promise ({best_profile}); "
+                                  + "; ".join(weaker), best.trace)
 
 
 _MEMO: dict = {}       # (rules, profile, catalog, format, what the rules read) -> Expectation

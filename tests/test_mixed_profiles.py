@@ -163,3 +163,36 @@ def test_the_isolation_note_names_the_properties_writers_share():
     apart = replace(base, writers=progs, writer_profiles=("", "pyiceberg-0.12-snapshot"))
     note = apart.isolation_note
     assert note and "read different table properties" in note, note
+
+
+def test_a_stricter_promise_verdict_names_the_weaker_profiles_own():
+    """A merge-on-read DELETE at snapshot isolation beside an UPDATE at serializable (a table
+    whose write.delete.isolation-level is snapshot and write.update.isolation-level is
+    serializable): the DELETE commits after the UPDATE and the updated row survives it. Alone,
+    the snapshot profile records that as a known finding; the mixed run holds it to the
+    serializable writer's promise (must-hold), and its explanation says both, so a reader
+    sees which engine's level let it through."""
+    from icecheck.properties import expectation
+
+    cfg = replace(mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), keys=1),
+                  writer_profiles=("", "spark-3.5-mor-serializable"))
+    res = search(cfg, engine="bfs", traces=True)
+    assert {"undelete", "isolation"} <= set(res.violations)
+    v = res.violations["undelete"]
+    assert v.unexpected and not v.known
+    text = v.trace["explanation"]
+    assert "UNEXPECTED: must hold" in text
+    assert ("Judged under the stricter writer's promise (spark-3.5-mor-serializable); under "
+            "spark-3.5-mor-snapshot alone") in text
+    assert "a recorded known finding: Vanlightly 2024" in text
+    # one profile's run: the known finding, with no such sentence
+    alone = search(mix_config("spark-3.5-mor-snapshot", 2, 1, ("delete", "update"), keys=1),
+                   engine="bfs", traces=True)
+    assert alone.violations["undelete"].known
+    assert "stricter writer" not in alone.violations["undelete"].trace["explanation"]
+    # a must-hold verdict of every involved profile keeps the plain reason
+    from icecheck.properties.expectations import DEFAULT_REASON
+    from icecheck.properties.violation import VIOLATION, Violation
+    lost = Violation("lost_write", "x", VIOLATION, {})
+    e = expectation(("spark-3.5-mor-serializable", "spark-3.5-cow-serializable"), "cas", 2, lost)
+    assert e.status == "must_hold" and e.reason == DEFAULT_REASON

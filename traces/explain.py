@@ -185,6 +185,14 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
                       f"{getattr(expectation, 'reason', '')}")
         elif status_name != "allowed":
             status = f"UNEXPECTED: must hold under {where}"
+            if getattr(cfg, "mixed", False):
+                # a mixed run's must-hold verdict that an involved writer's profile alone would
+                # not give says so (``expectations._stricter_promise``)
+                from icecheck.properties.expectations import DEFAULT_REASON, expectation as exp
+                reason = exp(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
+                             cfg.writer_profile).reason
+                if reason != DEFAULT_REASON:
+                    status += f". {reason}"
         else:
             status = f"allowed under {where}: {getattr(expectation, 'reason', '')}"
         text += f" Violated: {prop}: {v.message} [{status}]"
