@@ -111,6 +111,41 @@ class ExploreConfig:
                 f"commands read different table properties (write.delete/update/merge."
                 f"isolation-level), so a real table can give each its level")
 
+    @property
+    def mode_note(self) -> str | None:
+        """For a mixed run whose writers run one kind of Spark command in different write
+        modes (a copy-on-write DELETE beside a merge-on-read DELETE): Spark reads a row-level
+        command's mode from the table's ``write.delete|update|merge.mode``
+        (``profiles.mode_property``), so on a real table such writers run it in one mode; the
+        note names the properties and who runs which mode, so that a violation of such a
+        pairing is read as what it is (a DELETE in one mode beside an UPDATE in the other is
+        a real table's choice, and gets no note)."""
+        if not self.mixed:
+            return None
+        from icecheck.models.profiles import get_profile, mode_property
+        modes: dict[str, dict[str, set[str]]] = {}     # property -> mode -> writers
+        for i in range(1, len(self.writers) + 1):
+            try:
+                profile = get_profile(self.profile_of(i))
+            except KeyError:
+                continue
+            for entry in self.writers[i - 1]:
+                for alt in entry:
+                    command = str(dict(alt).get("sql", "")).upper()
+                    prop = mode_property(profile, command)
+                    rule = profile.commands.get(command)
+                    if prop is not None and rule is not None and rule.mode:
+                        modes.setdefault(prop, {}).setdefault(rule.mode, set()).add(f"w{i}")
+        split = {p: m for p, m in sorted(modes.items()) if len(m) > 1}
+        if not split:
+            return None
+        who = "; ".join(f"{p}: " + ", ".join(f"{mode} by {', '.join(sorted(ws))}"
+                                              for mode, ws in sorted(m.items()))
+                        for p, m in split.items())
+        return (f"the writers' profiles run one kind of command in different write modes "
+                f"({who}): on a real table they would read one mode from that property; "
+                f"violations are judged under the stricter writer's promise")
+
     def writer_profile(self, writer: str) -> str:
         """The profile of writer ``writer`` (``"w2"``), for the expectation table's judgement
         of a violation by the writers it involves (``properties.expectations.expectation``)."""

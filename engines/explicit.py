@@ -761,8 +761,7 @@ def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por:
         except PlanError as e:
             raise _refused(e) from None
     res.seconds = time.monotonic() - start
-    if cfg.isolation_note:
-        res.notes.append(cfg.isolation_note)
+    res.notes.extend(n for n in (cfg.isolation_note, cfg.mode_note) if n)
     from icecheck.compiled import active
     if active():
         res.notes.append("compiled build: the model, the properties and this search ran "

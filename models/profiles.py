@@ -123,6 +123,22 @@ ISOLATION_PROPERTIES = {
 }
 
 
+#: The table property Spark reads a row-level command's write mode from (SparkWriteConf:
+#: deleteMode / updateMode / mergeMode read write.delete.mode, write.update.mode,
+#: write.merge.mode; Spark 3.5, Iceberg 1.10.2): two Spark jobs running the same kind of
+#: command on one table run it in one mode. Other engines take no mode from the table.
+MODE_PROPERTIES = {
+    "spark": {"DELETE": "write.delete.mode", "UPDATE": "write.update.mode",
+              "MERGE": "write.merge.mode"},
+}
+
+
+def mode_property(profile: "Profile", command: str) -> str | None:
+    """The table property ``profile``'s engine reads ``command``'s write mode from, or None."""
+    family = profile.engine.split("-")[0]
+    return MODE_PROPERTIES.get(family, {}).get(command)
+
+
 def isolation_property(profile: "Profile", command: str) -> str | None:
     """The table property ``profile``'s engine reads ``command``'s isolation level from, or
     None (an engine with no such properties, or a command that takes no level)."""

@@ -196,3 +196,28 @@ def test_a_stricter_promise_verdict_names_the_weaker_profiles_own():
     lost = Violation("lost_write", "x", VIOLATION, {})
     e = expectation(("spark-3.5-mor-serializable", "spark-3.5-cow-serializable"), "cas", 2, lost)
     assert e.status == "must_hold" and e.reason == DEFAULT_REASON
+
+
+def test_the_mode_note_names_a_command_run_in_two_write_modes():
+    """Spark reads a row-level command's write mode from write.delete|update|merge.mode: a
+    copy-on-write DELETE beside a merge-on-read DELETE cannot share a real table, and the run
+    says so (naming the property and who runs which mode); a copy-on-write UPDATE beside a
+    merge-on-read DELETE can (write.delete.mode=merge-on-read, write.update.mode=
+    copy-on-write), and gets no note; nor does a PyIceberg script, which reads no mode."""
+    from icecheck.engines.explicit import Bounds
+
+    deletes = replace(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), keys=1),
+                      writer_profiles=("", "spark-3.5-cow-serializable"))
+    note = deletes.mode_note
+    assert note == ("the writers' profiles run one kind of command in different write modes "
+                    "(write.delete.mode: copy-on-write by w2, merge-on-read by w1): on a real "
+                    "table they would read one mode from that property; violations are judged "
+                    "under the stricter writer's promise")
+    r = search(deletes, engine="bfs", workers=1, traces=False, bounds=Bounds(max_states=5))
+    assert note in r.notes
+    updates = mix_config("spark-3.5-mor-serializable", 2, 1, ("update",), keys=1)
+    apart = replace(deletes, writers=(deletes.writers[0], updates.writers[1]))
+    assert apart.mixed and apart.mode_note is None
+    script = replace(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), keys=1),
+                     writer_profiles=("", "pyiceberg-0.12-serializable"))
+    assert script.mode_note is None
