@@ -262,3 +262,37 @@ def get_profile(name: str) -> Profile:
     if name not in profiles:
         raise KeyError(f"unknown profile {name!r}; known: {', '.join(sorted(profiles))}")
     return profiles[name]
+
+
+def property_conflict(profile: Profile, command: str, properties: dict) -> str | None:
+    """Why ``profile`` cannot run ``command`` on a table with these ``properties``, or None.
+
+    The engines read a row-level command's write mode and isolation level from the table
+    (``MODE_PROPERTIES``, ``ISOLATION_PROPERTIES``), and a profile fixes both: a table whose
+    ``write.delete.mode`` is merge-on-read runs every Spark DELETE merge-on-read, whatever
+    profile a job was described with. The model takes mode and level from the profile (the
+    conformance targets write the profile's into the table), so a property that says otherwise
+    would be silently ignored; this names it and the profiles that agree with the table."""
+    try:
+        rule = profile.rule(command)
+    except KeyError:
+        return None
+    wrong = []
+    mode_key, level_key = mode_property(profile, command), isolation_property(profile, command)
+    if mode_key in properties and rule.mode and str(properties[mode_key]) != rule.mode:
+        wrong.append((mode_key, rule.mode))
+    if level_key in properties and profile.isolation in ("serializable", "snapshot") \
+            and str(properties[level_key]) != profile.isolation:
+        wrong.append((level_key, profile.isolation))
+    if not wrong:
+        return None
+    agree = sorted(
+        p.name for p in load_profiles().values()
+        if p.engine == profile.engine and command in p.commands
+        and (mode_key not in properties or str(properties[mode_key]) == p.commands[command].mode)
+        and (level_key not in properties or str(properties[level_key]) == p.isolation))
+    said = ", ".join(f"{k}: {properties[k]}" for k, _ in wrong)
+    has = ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in wrong)
+    return (f"profile {profile.name} runs {command} with {has}, but table.properties sets "
+            f"{said} (the engine reads it from the table); "
+            + (f"use {' or '.join(agree)}" if agree else "no profile of this engine agrees"))

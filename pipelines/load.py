@@ -19,7 +19,7 @@ from typing import Any
 from icecheck.engines.config import ExploreConfig, _freeze, build_model_config, command_of, \
     table_config
 from icecheck.models import catalog as cat
-from icecheck.models.profiles import get_profile, load_profiles
+from icecheck.models.profiles import get_profile, load_profiles, property_conflict
 from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_file
 
@@ -176,6 +176,11 @@ def load_pipeline(path: str) -> Pipeline:
                     if not domain[name]:
                         raise InputError(f"the command names {{{name}}} but domain."
                                          f"{name}s is empty", path, line)
+                sql = str(c.get("sql", "")).upper()
+                problem = property_conflict(get_profile(profile), sql, props)
+                if problem:
+                    raise InputError(f"jobs[{i - 1}] ({job.get('name', f'job{i}')}): {problem}",
+                                     path, line)
                 alts += alternatives(dict(c), domain, f"w{i}.{n}")
             entries.append((line, tuple(_freeze(a) for a in alts)))
         jobs.append((str(job.get("name", f"job{i}")), profile))

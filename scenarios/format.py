@@ -731,14 +731,19 @@ def _writer_name(ctx: _Ctx, value: Any, node: LineDict, key: str) -> str:
     return value
 
 
-def _check_supported(ctx, profile: str, command, node) -> None:
-    """A command the profile has no rule for is an input error here, not a KeyError later."""
-    from icecheck.models.profiles import get_profile
+def _check_supported(ctx, profile: str, command, node, table: TableConfig) -> None:
+    """A command the profile has no rule for is an input error here, not a KeyError later;
+    so is a table property that sets its write mode or isolation level otherwise than the
+    profile (``profiles.property_conflict``: the engine reads them from the table)."""
+    from icecheck.models.profiles import get_profile, property_conflict
 
     supported = get_profile(profile).commands
     if command.kind not in supported:
         raise ctx.fail(f"profile {profile} has no rule for {command.kind} (it supports "
                        f"{', '.join(supported)})", node, "command")
+    problem = property_conflict(get_profile(profile), command.kind, dict(table.properties))
+    if problem:
+        raise ctx.fail(problem, node, "command")
 
 
 def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
@@ -780,7 +785,7 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
                     raise ctx.fail("a command step needs a top-level 'profile' (or the writer's "
                                    "entry in 'writer_profiles')", s, "command")
                 command = parse_command(ctx, table, s["command"], s)
-                _check_supported(ctx, wprofile, command, s)
+                _check_supported(ctx, wprofile, command, s, table)
                 steps.append(Step("begin", line, w, command=command, expect=expect))
             else:
                 op = parse_operation(ctx, table, files, s)

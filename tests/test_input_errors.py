@@ -62,6 +62,16 @@ CASES = {
                                             "d1: {record_count: true, partition: {category: a}}") +
                           "steps:\n  - commit: {op: append, add: [d1]}\n", 6,
                           "record_count must be a non-negative integer"),
+    "property-against-profile": ("profile: spark-3.5-mor-serializable\n"
+                                 + GOOD_HEAD.replace("  partition_spec: [identity(category)]\n",
+                                                     "  partition_spec: [identity(category)]\n"
+                                                     "  properties: {write.delete.mode: "
+                                                     "copy-on-write}\n")
+                                 + "steps:\n  - commit: {op: append, add: [d1]}\n"
+                                 "  - begin: w1\n    command: {sql: DELETE, where: 'id = 1'}\n",
+                                 12, "profile spark-3.5-mor-serializable runs DELETE with mode "
+                                 "merge-on-read, but table.properties sets write.delete.mode: "
+                                 "copy-on-write"),
     "unknown-column-filter": (GOOD_HEAD + "steps:\n  - begin: w1\n    op: overwrite\n    delete: [d1]\n"
                               "    validate: {filter: \"colour = 'a'\"}\n", 11, "colour"),
 }

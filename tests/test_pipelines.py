@@ -78,6 +78,19 @@ def test_a_naive_job_beside_spark_fails_the_check(tmp_path):
     ("table: {}\njobs:\n  - profile: no-validation\n    program:\n      - {sql: DELETE, "
      "where: 'zz = 1'}\n", 5, ""),
     ("table: {}\nextra: 1\njobs: []\n", 2, "unknown key 'extra'"),
+    # Spark reads a DELETE's mode and an UPDATE's level from the table: a job's profile that
+    # says otherwise is refused, naming the profiles that agree
+    ("table: {properties: {write.delete.mode: merge-on-read}}\njobs:\n  - name: cleanup\n"
+     "    profile: spark-3.5-cow-serializable\n    program:\n      - {sql: DELETE, "
+     "where: 'id = 1'}\n", 6, "jobs[0] (cleanup): profile spark-3.5-cow-serializable runs "
+     "DELETE with mode copy-on-write, but table.properties sets write.delete.mode: "
+     "merge-on-read (the engine reads it from the table); use spark-3.5-mor-serializable or "
+     "spark-3.5-mor-snapshot"),
+    ("table: {properties: {write.update.isolation-level: snapshot}}\njobs:\n"
+     "  - profile: pyiceberg-0.12-serializable\n    program:\n      - {sql: DELETE, where: "
+     "'id = 1'}\n      - any: [{sql: UPDATE, where: 'id = 1', set: {v: x}}]\n", 6,
+     "profile pyiceberg-0.12-serializable runs UPDATE with isolation-level serializable, but "
+     "table.properties sets write.update.isolation-level: snapshot"),
     ("table: {}\njobs:\n  - profile: no-validation\n    program:\n      - {sql: DELETE, "
      "where: 'id = {partition}'}\n", 5, "domain.partitions is empty"),
 ])
