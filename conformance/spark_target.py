@@ -189,20 +189,23 @@ def create_table_sql(name: str, table, profile, props: dict[str, str] | None = N
     return f"CREATE TABLE {name} ({cols}) USING iceberg{part_sql} TBLPROPERTIES ({prop_sql})"
 
 
-def table_properties(table, profile) -> dict[str, str]:
-    """format-version, the model table's own properties, and the profile's modes/isolation."""
+def table_properties(table, profile, per_command: dict | None = None) -> dict[str, str]:
+    """format-version, the model table's own properties, and each row-level command's mode and
+    isolation level: its profile's in ``per_command`` (``command_profiles``), ``profile``'s
+    otherwise."""
     props: dict[str, str] = {"format-version": str(table.format_version)}
     for k, v in table.properties:
         props[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
     for cmd, key in ((DELETE, "delete"), (UPDATE, "update"), (MERGE, "merge")):
+        p = (per_command or {}).get(cmd, profile)
         try:
-            rule = profile.rule(cmd)
+            rule = p.rule(cmd)
         except KeyError:
             continue
         if rule.mode:
             props[f"write.{key}.mode"] = rule.mode
-        if profile.isolation in ("serializable", "snapshot"):
-            props[f"write.{key}.isolation-level"] = profile.isolation
+        if p.isolation in ("serializable", "snapshot"):
+            props[f"write.{key}.isolation-level"] = p.isolation
     props["write.delete.granularity"] = "file"
     return props
 
@@ -699,8 +702,40 @@ def _metadata_delete(op) -> bool:
     return op.operation is not None and op.operation.kind == mops.DELETE_FILES
 
 
-def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRun:
-    """Execute the plan's timeline on a fresh Spark table; returns outcomes, rows, live files."""
+def command_profiles(config, intents: dict, profile) -> tuple[dict, str | None]:
+    """(each row-level command kind a writer runs -> that writer's profile, why one table
+    cannot hold the run or None). Spark reads a command's mode and isolation level from the
+    table (``write.delete|update|merge.mode`` and ``.isolation-level``), so Spark writers on
+    different profiles share one real table when the writers of each command kind agree: DELETE
+    jobs merge-on-read at snapshot isolation beside MERGE jobs at serializable
+    (``ExploreConfig.isolation_note``, ``mode_note``). Two writers running one kind in
+    different modes or levels cannot."""
+    per_writer = getattr(config.planner, "writer_profiles", None) or {}
+    by_kind: dict[str, dict] = {}
+    for (writer, _), intent in sorted(intents.items()):
+        kind = getattr(intent, "kind", None)
+        if kind not in (DELETE, UPDATE, MERGE):
+            continue
+        p = per_writer.get(writer, profile)
+        rule = p.commands.get(kind)
+        setting = (rule.mode if rule is not None else None, p.isolation)
+        by_kind.setdefault(kind, {}).setdefault(setting, []).append((writer, p))
+    out = {}
+    for kind, settings in by_kind.items():
+        if len(settings) > 1:
+            who = "; ".join(f"{', '.join(w for w, _ in ws)} {ws[0][1].name}"
+                            for ws in settings.values())
+            return {}, (f"writers run {kind} in different write modes or isolation levels "
+                        f"({who}): one table has one write.{kind.lower()}.mode and "
+                        f"write.{kind.lower()}.isolation-level")
+        out[kind] = next(iter(settings.values()))[0][1]
+    return out, None
+
+
+def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = (),
+                 props: dict[str, str] | None = None) -> _SparkRun:
+    """Execute the plan's timeline on a fresh Spark table; returns outcomes, rows, live files.
+    ``props``: the table's properties (``table_properties``; ``profile``'s by default)."""
     from .spark_session import CATALOG, get_spark, writer_session
 
     spark = get_spark()
@@ -708,7 +743,7 @@ def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = ()) -> _SparkRu
     n = next(_counter)
     tname = f"{CATALOG}.db.t{os.getpid()}_{n}"
     run = _SparkRun()
-    ddl = create_table_sql(tname, table, profile)
+    ddl = create_table_sql(tname, table, profile, props)
     run.statements.append(ddl)
     spark.sql(ddl)
     try:
@@ -795,6 +830,11 @@ def _compare(cid: str, path: str, source: str, config, actions, profile_name: st
         c.status, c.reason = SKIPPED, reason
         return c
     profile = get_profile(profile_name)
+    per_command, reason = command_profiles(config, intents, profile)
+    if reason:
+        c.status, c.reason = SKIPPED, reason
+        return c
+    props = table_properties(config.table, profile, per_command)
     mrun = _ModelRun(plan, intents, model_rows)
     try:
         # Every statement must be expressible before anything runs.
@@ -803,8 +843,8 @@ def _compare(cid: str, path: str, source: str, config, actions, profile_name: st
                 statement_sql("t", config.table, intents[(op.writer, op.index)], None)
         for s in setup:
             statement_sql("t", config.table, s, None)
-        create_table_sql("t", config.table, profile)
-        run = run_on_spark(mrun, config.table, profile, setup)
+        create_table_sql("t", config.table, profile, props)
+        run = run_on_spark(mrun, config.table, profile, setup, props)
     except NotExpressible as e:
         c.status, c.reason = SKIPPED, f"not expressible on Spark: {e}"
         return c

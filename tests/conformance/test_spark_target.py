@@ -209,3 +209,66 @@ def test_conformance_session_listens_on_loopback_only(spark_target):
     from icecheck.conformance.spark_session import get_spark
     addrs = listening(jvm_pid(get_spark()))
     assert addrs and all(is_loopback(a) for a in addrs), addrs
+
+
+def _split_trace(tmp_path, mix, writer_profiles, prop, actions=None):
+    """A trace of a two-writer all-Spark run whose writers use their own profiles, written to
+    ``tmp_path``: the BFS counterexample of ``prop``, or ``actions`` (violating nothing)."""
+    import json
+    from dataclasses import replace
+
+    from icecheck.engines.config import mix_config
+    from icecheck.engines.explicit import search
+    from icecheck.traces.execute import build_trace
+
+    cfg = replace(mix_config("spark-3.5-mor-snapshot", 2, 1, mix, keys=1),
+                  writer_profiles=writer_profiles)
+    if actions is None:
+        doc = search(cfg, engine="bfs", traces=True).violations[prop].trace
+    else:
+        doc = build_trace(cfg, actions, property=None, trace_id="t")
+    path = tmp_path / f"{prop or 'run'}.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_spark_writers_on_per_command_profiles_share_one_table(tmp_path):
+    """A merge-on-read DELETE at snapshot isolation beside an UPDATE at serializable is one
+    real table (write.delete.isolation-level snapshot, write.update.isolation-level
+    serializable): the spark target creates it with each command's own profile's mode and
+    level (it used the first writer's profile for every command). Two DELETEs in different
+    modes cannot share a table: skipped, saying why."""
+    from icecheck.conformance import spark_target as st
+    from icecheck.conformance.compare import trace_on_model
+    from icecheck.models.profiles import get_profile
+
+    run = trace_on_model(_split_trace(tmp_path, ("delete", "update"),
+                                      ("", "spark-3.5-mor-serializable"), "undelete"))
+    intents, _ = st._replay(run.config, run.actions)
+    per, why = st.command_profiles(run.config, intents, get_profile(run.profile))
+    assert why is None
+    assert {k: p.name for k, p in per.items()} == {"DELETE": "spark-3.5-mor-snapshot",
+                                                   "UPDATE": "spark-3.5-mor-serializable"}
+    props = st.table_properties(run.config.table, get_profile(run.profile), per)
+    assert props["write.delete.isolation-level"] == "snapshot"
+    assert props["write.update.isolation-level"] == "serializable"
+
+    run = trace_on_model(_split_trace(tmp_path, ("delete",), ("", "spark-3.5-cow-snapshot"),
+                                      None, ["w1.begin", "w2.begin", "w1.refresh", "w1.cas",
+                                             "w2.refresh", "w2.cas"]))
+    intents, _ = st._replay(run.config, run.actions)
+    per, why = st.command_profiles(run.config, intents, get_profile(run.profile))
+    assert why == ("writers run DELETE in different write modes or isolation levels (w1 "
+                   "spark-3.5-mor-snapshot; w2 spark-3.5-cow-snapshot): one table has one "
+                   "write.delete.mode and write.delete.isolation-level")
+
+
+def test_snapshot_delete_beside_serializable_update_on_spark(spark_target, tmp_path):
+    """The per-command split on real Spark: the snapshot-isolation merge-on-read DELETE
+    commits after the serializable UPDATE of its row, and the updated row survives (the
+    Vanlightly anomaly, which the DELETE's own level lets through), as the model says."""
+    c = spark_target.compare_trace(_split_trace(tmp_path, ("delete", "update"),
+                                                ("", "spark-3.5-mor-serializable"), "undelete"))
+    _assert_agrees(c)
+    assert sorted(_outcomes(c)) == [("w1", "committed"), ("w2", "committed")]
+    assert any("'write.update.isolation-level'='serializable'" in s for s in c.statements)
