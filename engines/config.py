@@ -77,7 +77,8 @@ class ExploreConfig:
         PyIceberg read a command's level from the table's ``write.delete|update|merge.
         isolation-level`` properties (``profiles.isolation_property``), so two writers whose
         commands read the same property see one level on a real table (the mixed conformance
-        target skips such pairings); violations are judged under the stricter writer's promise.
+        target skips such pairings); each violation is judged by the writer whose commit came
+        last (``properties.expectations.expectation``).
         The note names the properties such writers share, or says that they share none (a real
         table can then give each its level)."""
         if not self.mixed:
@@ -106,7 +107,7 @@ class ExploreConfig:
             return (f"the writers' profiles ask for different isolation levels ({who}), but "
                     f"writers at different levels run commands that read the same table "
                     f"property ({', '.join(shared)}): on a real table they would see one level; "
-                    f"violations are judged under the stricter writer's promise")
+                    f"each violation is judged by the writer whose commit came last")
         return (f"the writers' profiles ask for different isolation levels ({who}); their "
                 f"commands read different table properties (write.delete/update/merge."
                 f"isolation-level), so a real table can give each its level")
@@ -144,7 +145,7 @@ class ExploreConfig:
                         for p, m in split.items())
         return (f"the writers' profiles run one kind of command in different write modes "
                 f"({who}): on a real table they would read one mode from that property; "
-                f"violations are judged under the stricter writer's promise")
+                f"each violation is judged by the writer whose commit came last")
 
     def writer_profile(self, writer: str) -> str:
         """The profile of writer ``writer`` (``"w2"``), for the expectation table's judgement

@@ -292,13 +292,16 @@ class Session:
     def properties(self) -> list[PropertyStatus]:
         """Every property (in ``properties.PROPERTIES`` order), with its violations at the
         current state, each with its expectation (must_hold / allowed / known_finding)."""
-        from icecheck.properties import PROPERTIES, expectation
+        from icecheck.properties import PROPERTIES, commit_order, expectation
 
         cfg = self.config
         by: dict[str, list[ViolationView]] = {p: [] for p in PROPERTIES}
-        for v in self.violations():
+        violations = self.violations()
+        order = commit_order(self.model, self.state, cfg.key) if cfg.mixed and violations \
+            else None
+        for v in violations:
             e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
-                            cfg.writer_profile)
+                            cfg.writer_profile, order)
             by.setdefault(v.property, []).append(ViolationView(
                 v.property, v.message, v.severity, e.status, e.reason, dict(v.details)))
         return [PropertyStatus(p, tuple(vs)) for p, vs in by.items()]

@@ -2,6 +2,7 @@
 
     evaluate(model, state, key="id") -> [Violation]         (deterministic order)
     reached(model, state, key="id") -> {event}              ("sometimes" events)
+    commit_order(model, state, key="id") -> {op label: lineage position}
     dependency_graph(model, state, key="id") -> networkx.MultiDiGraph
     expectation(profile, catalog, format_version, violation) -> Expectation
     split_expected(profile, catalog, format_version, violations) -> (unexpected, allowed)
@@ -23,7 +24,8 @@ from .expectations import Expectation, expectation, split_expected
 from .reachability import EVENTS, SITUATIONS
 from .violation import FINDING, PROPERTIES, VIOLATION, Violation
 
-__all__ = ["EvalMemo", "Violation", "PROPERTIES", "evaluate", "reached", "dependency_graph", "Expectation",
+__all__ = ["EvalMemo", "Violation", "PROPERTIES", "evaluate", "reached", "commit_order",
+           "dependency_graph", "Expectation",
            "expectation", "split_expected", "EVENTS", "SITUATIONS", "VIOLATION", "FINDING"]
 
 #: The checks, in the order of PROPERTIES. Each is (property, function of the analysis,
@@ -62,6 +64,15 @@ def evaluate(model: Model, state: State, key: str = "id",
     for _, check, lineage in _CHECKS:
         out.extend(next(shared) if lineage else check(a))
     return out
+
+
+def commit_order(model: Model, state: State, key: str = "id",
+                 memo: EvalMemo | None = None) -> dict[str, int]:
+    """Each committed operation on the table's lineage (its label, ``w2.1``) -> its position
+    there: the order the expectation table needs to judge a mixed run's violation by the
+    writer that committed last (``expectations.expectation``)."""
+    return {op.label: op.position for op in analyze(model, state, key, memo).history.ops
+            if op.position is not None}
 
 
 def reached(model: Model, state: State, key: str = "id",

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Mapping
 
 
 from .violation import PROPERTIES, Violation
@@ -123,6 +123,27 @@ def _isolation_of(profile: str) -> str:
 _OP_LABEL = re.compile(r"^(w\d+)\.\d+$")
 
 
+def last_committer(violation: Violation, commit_order: Mapping[str, int] | None) -> str | None:
+    """The writer whose operation, among those ``violation`` names, committed last on the
+    table's lineage (``commit_order``: operation label -> its lineage position, see
+    ``properties.commit_order``), or None (no order given, or none of them on the lineage)."""
+    if not commit_order:
+        return None
+    best = None
+    stack = [violation.details or {}]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            pos = commit_order.get(x)
+            if pos is not None and _OP_LABEL.match(x) and (best is None or pos > best[0]):
+                best = (pos, x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return best[1].split(".")[0] if best is not None else None
+
+
 def involved_writers(violation: Violation) -> frozenset[str]:
     """The writers whose operations ``violation`` names: the operation labels (``w2.1``) among
     its details' values (a cycle's operations, who deleted a key and who brought it back, who
@@ -143,16 +164,21 @@ def involved_writers(violation: Violation) -> frozenset[str]:
 
 
 def expectation(profile, catalog: str, format_version: int, violation: Violation,
-                writer_profile: Callable[[str], str] | None = None) -> Expectation:
+                writer_profile: Callable[[str], str] | None = None,
+                commit_order: Mapping[str, int] | None = None) -> Expectation:
     """The expectation of ``violation``. ``profile`` is one profile name, or a tuple of the
     profiles of a mixed-engine run. With ``writer_profile`` (writer name -> its profile), a
     violation whose writers (``involved_writers``) all run one profile is judged as in a run of
     that profile alone: two Spark jobs' anomaly beside a PyIceberg script that took no part in
     it is a Spark one (a known Spark finding stays one, with its own reason and trace).
     Otherwise a rule naming the run's engines (``mixed:``) comes first: a finding confirmed on
-    those engines together. Among several
-    profiles the strictest of their expectations holds, so an anomaly one engine permits (say,
-    snapshot isolation) is still judged against the writers whose engines promise more."""
+    those engines together. Then, with ``commit_order`` (``properties.commit_order``), the
+    profile of the writer whose commit came last among those the violation involves decides,
+    when that engine validates at an isolation level (``_responsible``): a snapshot-isolation
+    DELETE that loses to a serializable MERGE is the DELETE's known anomaly. Otherwise (no
+    order, or a last committer that validates nothing: a naive client, a streaming sink)
+    the strictest of the profiles' expectations holds, so that what a client that validates
+    nothing does to a Spark job's rows is a must-hold violation."""
     if isinstance(profile, (tuple, list)):
         profile = tuple(profile)
         involved = involved_writers(violation) if writer_profile is not None else ()
@@ -164,6 +190,10 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
             if "mixed" in rule and _matches(rule, profile, catalog, format_version, violation):
                 return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
                                    str(rule.get("trace", "")))
+        last = last_committer(violation, commit_order) if narrowed else None
+        if last is not None and _isolation_of(writer_profile(last)) in ("serializable",
+                                                                       "snapshot"):
+            return _responsible(writer_profile(last), last, catalog, format_version, violation)
         if narrowed:
             profile = narrowed
         found = [(_expectation(p, catalog, format_version, violation), p) for p in profile]
@@ -176,13 +206,30 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
     return _expectation(profile, catalog, format_version, violation)
 
 
+def _responsible(profile: str, writer: str, catalog: str, format_version: int,
+                 violation: Violation) -> Expectation:
+    """The expectation of a mixed run's violation under the profile of the writer whose
+    commit came last among those it involves: optimistic concurrency validates a commit
+    against what committed before it, so only that commit's checks (the isolation level its
+    engine read from the table for that command) could refuse the history; each earlier one
+    kept its own promise when it committed. A merge-on-read DELETE at snapshot isolation that
+    commits after a serializable MERGE of its row leaves the MERGE's row (the known
+    snapshot-isolation undelete, confirmed on Spark with per-command levels:
+    tests/conformance/test_spark_target.py), whatever the MERGE's level."""
+    e = _expectation(profile, catalog, format_version, violation)
+    if e.status == MUST_HOLD:
+        return e
+    return Expectation(e.status, f"Judged under {profile} ({writer}), whose commit came last "
+                                 f"among the writers it involves: {e.reason}", e.trace)
+
+
 def _stricter_promise(best: Expectation, best_profile: str, found: list, involved,
                       writer_profile: Callable[[str], str] | None) -> Expectation:
-    """A mixed run's must-hold verdict that another involved writer's profile alone would not
-    give: its reason says so, naming that profile's own verdict and reason, so that a reader
-    sees the anomaly is what that engine (say, a snapshot-isolation DELETE) lets through and
-    that the run holds it to the stricter writer's promise (a real table can run a command at
-    its own level: ``ExploreConfig.isolation_note``)."""
+    """A mixed run's must-hold verdict (the strictest: no order known, or a last committer
+    that validates nothing) that another involved writer's profile alone would not give: its
+    reason says so, naming that profile's own verdict and reason, so that a reader sees what
+    that engine alone (say, a client that validates nothing) is allowed to do and that the run
+    holds it to the stricter writer's promise."""
     if best.status != MUST_HOLD:
         return best
     words = {ALLOWED: "allowed", KNOWN_FINDING: "a recorded known finding"}

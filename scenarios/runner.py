@@ -283,18 +283,21 @@ def judge_properties(scenario: Scenario, model, state: State) -> list[dict]:
     """The properties the scenario's final state violates, each with its status under the
     scenario's profile, catalog and format (the same judgement as every exploration), so a
     user's own scenario reports an undelete, a lost write or a duplicate key in words."""
-    from icecheck.properties import evaluate, expectation
+    from icecheck.properties import commit_order, evaluate, expectation
 
     key = "id" if "id" in scenario.table.schema.names else scenario.table.schema.names[0]
     out = []
-    for v in evaluate(model, state, key):
+    violations = evaluate(model, state, key)
+    order = commit_order(model, state, key) if len(scenario.profiles) > 1 and violations \
+        else None
+    for v in violations:
         if not scenario.profiles:
             status, reason = "raw", "raw operations: no engine profile chose their validations"
         else:
-            # several engines: the strictest of their expectations holds (docs/model.md)
+            # several engines: the last committer's or the strictest expectation (docs/model.md)
             prof = scenario.profiles[0] if len(scenario.profiles) == 1 else scenario.profiles
             e = expectation(prof, scenario.catalog, scenario.table.format_version, v,
-                            lambda w: scenario.profile_of(w) or scenario.profile)
+                            lambda w: scenario.profile_of(w) or scenario.profile, order)
             status, reason = e.status, e.reason
         out.append({"property": v.property, "status": status, "message": v.message,
                     "reason": reason})

@@ -8,8 +8,8 @@ of exactly what determines its result, so a re-run with the same space skips fin
 A *mix* (``mixes:`` in the space) is a row of the matrix whose writers run on different engine
 profiles (a Spark job and a PyIceberg script on one table): its cells carry ``writer_profiles``
 (writer w runs on ``mix[(w-1) % len(mix)]``) and are explored as one mixed-engine
-configuration (``ExploreConfig.writer_profiles``), judged under the strictest expectation of
-their profiles, as every mixed exploration is.
+configuration (``ExploreConfig.writer_profiles``), judged as every mixed exploration is
+(``properties.expectations.expectation``: the last committer's profile, or the strictest).
 """
 
 from __future__ import annotations

@@ -61,6 +61,11 @@ def evaluate(model: Model, state: State, key: str = "id", memo=None) -> list:
     return list(_evaluate(model, state, key=key, memo=memo))
 
 
+def commit_order(model: Model, state: State, key: str = "id", memo=None) -> dict[str, int]:
+    from icecheck.properties import commit_order as _commit_order
+    return _commit_order(model, state, key=key, memo=memo)
+
+
 def reached(model: Model, state: State, key: str = "id", memo=None) -> set[str]:
     from icecheck.properties import reached as _reached
     return set(_reached(model, state, key=key, memo=memo))
@@ -142,20 +147,22 @@ class Judgement:
 def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgement:
     """``memo``: a ``properties.EvalMemo`` shared between the judgements of one search (it also
     keeps each violation's expectation: the lineage checks' violations are shared objects)."""
-    from icecheck.properties.expectations import KNOWN_FINDING, expectation
+    from icecheck.properties.expectations import KNOWN_FINDING, expectation, last_committer
     profile, catalog, fv = cfg.judged_profiles, cfg.catalog, cfg.format_version
+    violations = evaluate(model, state, cfg.key, memo)
+    # a mixed run judges a violation by the writer that committed last (expectations.py)
+    order = commit_order(model, state, cfg.key, memo) if cfg.mixed and violations else None
 
     def expect(v):
         if memo is None:
-            return expectation(profile, catalog, fv, v, cfg.writer_profile)
-        key = (id(v), profile, catalog, fv)
+            return expectation(profile, catalog, fv, v, cfg.writer_profile, order)
+        key = (id(v), profile, catalog, fv, last_committer(v, order))
         got = memo.expectations.get(key)
         if got is None or got[0] is not v:
             got = memo.expectations[key] = (v, expectation(profile, catalog, fv, v,
-                                                           cfg.writer_profile))
+                                                           cfg.writer_profile, order))
         return got[1]
 
-    violations = evaluate(model, state, cfg.key, memo)
     unexpected, expected = split(cfg, violations, expect)
     known = []
     for v in unexpected:

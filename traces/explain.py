@@ -188,9 +188,10 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
             if getattr(cfg, "mixed", False):
                 # a mixed run's must-hold verdict that an involved writer's profile alone would
                 # not give says so (``expectations._stricter_promise``)
+                from icecheck.properties import commit_order
                 from icecheck.properties.expectations import DEFAULT_REASON, expectation as exp
                 reason = exp(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
-                             cfg.writer_profile).reason
+                             cfg.writer_profile, commit_order(model, run.final, key)).reason
                 if reason != DEFAULT_REASON:
                     status += f". {reason}"
         else:
