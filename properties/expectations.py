@@ -123,44 +123,37 @@ def _isolation_of(profile: str) -> str:
 _OP_LABEL = re.compile(r"^(w\d+)\.\d+$")
 
 
-def last_committer(violation: Violation, commit_order: Mapping[str, int] | None) -> str | None:
-    """The writer whose operation, among those ``violation`` names, committed last on the
-    table's lineage (``commit_order``: operation label -> its lineage position, see
-    ``properties.commit_order``), or None (no order given, or none of them on the lineage)."""
-    if not commit_order:
-        return None
-    best = None
-    stack = [violation.details or {}]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, str):
-            pos = commit_order.get(x)
-            if pos is not None and _OP_LABEL.match(x) and (best is None or pos > best[0]):
-                best = (pos, x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-    return best[1].split(".")[0] if best is not None else None
-
-
-def involved_writers(violation: Violation) -> frozenset[str]:
-    """The writers whose operations ``violation`` names: the operation labels (``w2.1``) among
-    its details' values (a cycle's operations, who deleted a key and who brought it back, who
-    wrote each row, who added a delete file and who removed its data file...)."""
-    out: set[str] = set()
+def _op_labels(violation: Violation):
+    """The operation labels (``w2.1``) among ``violation``'s details' values (a cycle's
+    operations, who deleted a key and who brought it back, who wrote each row, who added a
+    delete file and who removed its data file...), each with its writer."""
     stack = [violation.details or {}]
     while stack:
         x = stack.pop()
         if isinstance(x, str):
             m = _OP_LABEL.match(x)
             if m:
-                out.add(m.group(1))
+                yield x, m.group(1)
         elif isinstance(x, dict):
             stack.extend(x.values())
         elif isinstance(x, (list, tuple)):
             stack.extend(x)
-    return frozenset(out)
+
+
+def last_committer(violation: Violation, commit_order: Mapping[str, int] | None) -> str | None:
+    """The writer whose operation, among those ``violation`` names, committed last on the
+    table's lineage (``commit_order``: operation label -> its lineage position, see
+    ``properties.commit_order``), or None (no order given, or none of them on the lineage)."""
+    if not commit_order:
+        return None
+    on_lineage = [(commit_order[label], writer) for label, writer in _op_labels(violation)
+                  if label in commit_order]
+    return max(on_lineage)[1] if on_lineage else None
+
+
+def involved_writers(violation: Violation) -> frozenset[str]:
+    """The writers whose operations ``violation`` names (``_op_labels``)."""
+    return frozenset(writer for _, writer in _op_labels(violation))
 
 
 def expectation(profile, catalog: str, format_version: int, violation: Violation,
