@@ -71,6 +71,19 @@ class ExploreConfig:
             return self.profile
         return ", ".join(f"w{i} {self.profile_of(i)}" for i in range(1, len(self.writers) + 1))
 
+    def _writer_commands(self):
+        """(writer index, its engine profile, the SQL commands its program may run), for each
+        writer whose profile is known (the notes below)."""
+        from icecheck.models.profiles import get_profile
+        for i in range(1, len(self.writers) + 1):
+            try:
+                profile = get_profile(self.profile_of(i))
+            except KeyError:
+                continue
+            # a program entry's alternatives are kept as tuples of (key, value) pairs
+            yield i, profile, {str(dict(alt).get("sql", "")).upper()
+                               for entry in self.writers[i - 1] for alt in entry}
+
     @property
     def isolation_note(self) -> str | None:
         """For a mixed run whose writers' profiles ask for different isolation levels: Spark and
@@ -83,20 +96,14 @@ class ExploreConfig:
         table can then give each its level)."""
         if not self.mixed:
             return None
-        from icecheck.models.profiles import get_profile, isolation_property
+        from icecheck.models.profiles import isolation_property
         levels: dict[str, list[str]] = {}
         reads: dict[int, tuple[str, set[str]]] = {}       # writer -> (level, properties read)
-        for i in range(1, len(self.writers) + 1):
-            try:
-                profile = get_profile(self.profile_of(i))
-            except KeyError:
-                continue
+        for i, profile, commands in self._writer_commands():
             if profile.isolation == "none":
                 continue
             levels.setdefault(profile.isolation, []).append(f"w{i}")
-            # a program entry's alternatives are kept as tuples of (key, value) pairs
-            props = {isolation_property(profile, str(dict(alt).get("sql", "")).upper())
-                     for entry in self.writers[i - 1] for alt in entry} - {None}
+            props = {isolation_property(profile, c) for c in commands} - {None}
             reads[i] = (profile.isolation, props)
         if len(levels) < 2:
             return None
@@ -123,20 +130,14 @@ class ExploreConfig:
         a real table's choice, and gets no note)."""
         if not self.mixed:
             return None
-        from icecheck.models.profiles import get_profile, mode_property
+        from icecheck.models.profiles import mode_property
         modes: dict[str, dict[str, set[str]]] = {}     # property -> mode -> writers
-        for i in range(1, len(self.writers) + 1):
-            try:
-                profile = get_profile(self.profile_of(i))
-            except KeyError:
-                continue
-            for entry in self.writers[i - 1]:
-                for alt in entry:
-                    command = str(dict(alt).get("sql", "")).upper()
-                    prop = mode_property(profile, command)
-                    rule = profile.commands.get(command)
-                    if prop is not None and rule is not None and rule.mode:
-                        modes.setdefault(prop, {}).setdefault(rule.mode, set()).add(f"w{i}")
+        for i, profile, commands in self._writer_commands():
+            for command in commands:
+                prop = mode_property(profile, command)
+                rule = profile.commands.get(command)
+                if prop is not None and rule is not None and rule.mode:
+                    modes.setdefault(prop, {}).setdefault(rule.mode, set()).add(f"w{i}")
         split = {p: m for p, m in sorted(modes.items()) if len(m) > 1}
         if not split:
             return None

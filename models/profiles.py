@@ -133,17 +133,21 @@ MODE_PROPERTIES = {
 }
 
 
+def _engine_property(table: dict, profile: "Profile", command: str) -> str | None:
+    """``table``'s entry for ``profile``'s engine family (``spark-3.5`` -> ``spark``) and
+    ``command``, or None."""
+    return table.get(profile.engine.split("-")[0], {}).get(command)
+
+
 def mode_property(profile: "Profile", command: str) -> str | None:
     """The table property ``profile``'s engine reads ``command``'s write mode from, or None."""
-    family = profile.engine.split("-")[0]
-    return MODE_PROPERTIES.get(family, {}).get(command)
+    return _engine_property(MODE_PROPERTIES, profile, command)
 
 
 def isolation_property(profile: "Profile", command: str) -> str | None:
     """The table property ``profile``'s engine reads ``command``'s isolation level from, or
     None (an engine with no such properties, or a command that takes no level)."""
-    family = profile.engine.split("-")[0]
-    return ISOLATION_PROPERTIES.get(family, {}).get(command)
+    return _engine_property(ISOLATION_PROPERTIES, profile, command)
 
 
 def profile_dirs() -> list[str]:
