@@ -19,10 +19,17 @@ allowed as the spark target allows them, ``spark_target.spark_agree``), for a Py
 writer's the whole message where the model words it as PyIceberg does (the added and deleted
 data files checks and those of the files an overwrite deletes, snapshot ids and file names
 masked) and otherwise the kind of check
-(``pyiceberg_target.agree_on_failure``); at the end the table's rows. Skipped, with the reason:
-writers whose profiles ask for different isolation levels (one table has one
-``write.*.isolation-level``), any engine but these two, and everything either target skips on
-its own (raw operations, phases, faults).
+(``pyiceberg_target.agree_on_failure``); at the end the table's rows.
+
+The table gets each command's write mode and isolation level from the profile of the writer
+that runs it (``_settings``): each engine reads them from a table property (Spark a DELETE's
+from ``write.delete.*``, an UPDATE's from ``write.update.*``, a MERGE's from ``write.merge.*``;
+PyIceberg a delete's and a file-level overwrite's from ``write.delete.isolation-level``, an
+overwrite's and an upsert's from ``write.update.isolation-level``), so writers at different
+levels share one table when no property is asked for two values. Skipped, with the reason:
+writers that would need one property at two values (a Spark DELETE at snapshot isolation beside
+a PyIceberg delete at serializable), any engine but these two, and everything either target
+skips on its own (raw operations, phases, faults).
 """
 
 from __future__ import annotations
@@ -103,24 +110,22 @@ def _session(session):
 
 
 class SharedTable(pyt.PyTable):
-    """The real table, created from PyIceberg in the shared catalog with the Spark writers'
-    table properties (modes, isolation) too; PyWriter drives it as a PyIceberg table."""
+    """The real table, created from PyIceberg in the shared catalog with the modes and
+    isolation levels the writers' profiles need (``_settings``); PyWriter drives it as a
+    PyIceberg table."""
 
-    def __init__(self, table, spark_profile, isolation: str | None):
+    def __init__(self, table, spark_profile, settings: dict[str, str]):
         self.config = table
         self.dir = None
         _, self.catalog = _catalogs()
         n = next(_counter)
         self.IDENT = f"db.t{os.getpid()}_{n}"
         self.spark_name = f"{_CATALOG}.{self.IDENT}"
-        props = spt.table_properties(table, spark_profile) if spark_profile else {
-            "format-version": str(table.format_version)}
+        props = spt.table_properties(table, spark_profile, settings) if spark_profile else {
+            "format-version": str(table.format_version), **settings}
         props.setdefault("commit.retry.num-retries", str(table.max_retries))
         props.setdefault("commit.retry.min-wait-ms", "1")
         props.setdefault("commit.retry.max-wait-ms", "10")
-        if isolation in ("serializable", "snapshot"):
-            for k in ("delete", "update", "merge"):
-                props[f"write.{k}.isolation-level"] = isolation
         if table.format_version >= 3:
             # PyIceberg 0.12 cannot write v3 metadata, not even a new table's ("Writing V3 is
             # not yet supported"): Spark creates it; PyIceberg reads it, and each snapshot it
@@ -196,6 +201,17 @@ def _engine(profile: str | None) -> str | None:
     return None
 
 
+def _settings(run, plan: Plan, intents: dict) -> tuple[dict[str, str], str | None]:
+    """The write-mode and isolation-level properties the shared table needs for every
+    writer's commands to run as its own profile says (``profiles.table_settings``: a Spark
+    MERGE reads write.merge.isolation-level, a PyIceberg upsert write.update.isolation-level,
+    a Spark or PyIceberg delete write.delete.isolation-level), or why one table cannot."""
+    from icecheck.models.profiles import table_settings
+    return table_settings((op.writer, get_profile(run.profile_of(op.writer)),
+                           getattr(intents.get((op.writer, op.index)), "kind", None))
+                          for op in plan.ops)
+
+
 def _skip_reason(run, plan: Plan, intents: dict) -> str | None:
     profiles = {op.writer: run.profile_of(op.writer) for op in plan.ops}
     engines = {w: _engine(p) for w, p in profiles.items()}
@@ -205,10 +221,9 @@ def _skip_reason(run, plan: Plan, intents: dict) -> str | None:
                 f"({', '.join(sorted({str(profiles[w]) for w in bad}))})")
     if len(set(engines.values())) < 2:
         return "every writer runs on one engine: use that engine's target"
-    isolations = {get_profile(p).isolation for p in profiles.values()}
-    if len(isolations) > 1:
-        return (f"writers ask for different isolation levels ({', '.join(sorted(isolations))}); "
-                f"one table has one write.*.isolation-level")
+    _, why = _settings(run, plan, intents)
+    if why:
+        return why
     for op in plan.ops:
         intent = intents.get((op.writer, op.index))
         try:
@@ -240,8 +255,8 @@ def _run_real(run, plan: Plan, intents: dict) -> _Run:
     spark, _ = _catalogs()
     spark_profile = next((run.profile_of(op.writer) for op in plan.ops
                           if _engine(run.profile_of(op.writer)) == SPARK), None)
-    isolation = get_profile(run.profile_of(plan.ops[0].writer)).isolation if plan.ops else None
-    pt = SharedTable(plan.table, get_profile(spark_profile) if spark_profile else None, isolation)
+    settings, _ = _settings(run, plan, intents)
+    pt = SharedTable(plan.table, get_profile(spark_profile) if spark_profile else None, settings)
     try:
         name = pt.spark_name
         for op in plan.setup:

@@ -189,23 +189,23 @@ def create_table_sql(name: str, table, profile, props: dict[str, str] | None = N
     return f"CREATE TABLE {name} ({cols}) USING iceberg{part_sql} TBLPROPERTIES ({prop_sql})"
 
 
-def table_properties(table, profile, per_command: dict | None = None) -> dict[str, str]:
+def table_properties(table, profile, settings: dict | None = None) -> dict[str, str]:
     """format-version, the model table's own properties, and each row-level command's mode and
-    isolation level: its profile's in ``per_command`` (``command_profiles``), ``profile``'s
-    otherwise."""
+    isolation level: ``profile``'s, then ``settings`` over them (``command_settings``: what
+    the writers' own profiles need)."""
     props: dict[str, str] = {"format-version": str(table.format_version)}
     for k, v in table.properties:
         props[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
     for cmd, key in ((DELETE, "delete"), (UPDATE, "update"), (MERGE, "merge")):
-        p = (per_command or {}).get(cmd, profile)
         try:
-            rule = p.rule(cmd)
+            rule = profile.rule(cmd)
         except KeyError:
             continue
         if rule.mode:
             props[f"write.{key}.mode"] = rule.mode
-        if p.isolation in ("serializable", "snapshot"):
-            props[f"write.{key}.isolation-level"] = p.isolation
+        if profile.isolation in ("serializable", "snapshot"):
+            props[f"write.{key}.isolation-level"] = profile.isolation
+    props.update(settings or {})
     props["write.delete.granularity"] = "file"
     return props
 
@@ -702,34 +702,18 @@ def _metadata_delete(op) -> bool:
     return op.operation is not None and op.operation.kind == mops.DELETE_FILES
 
 
-def command_profiles(config, intents: dict, profile) -> tuple[dict, str | None]:
-    """(each row-level command kind a writer runs -> that writer's profile, why one table
-    cannot hold the run or None). Spark reads a command's mode and isolation level from the
-    table (``write.delete|update|merge.mode`` and ``.isolation-level``), so Spark writers on
-    different profiles share one real table when the writers of each command kind agree: DELETE
-    jobs merge-on-read at snapshot isolation beside MERGE jobs at serializable
-    (``ExploreConfig.isolation_note``, ``mode_note``). Two writers running one kind in
-    different modes or levels cannot."""
+def command_settings(config, intents: dict, profile) -> tuple[dict[str, str], str | None]:
+    """(the mode and isolation-level table properties each writer's commands need, why one
+    table cannot hold the run or None): ``profiles.table_settings`` over every command the run
+    begins, each with its writer's profile (``profile`` for writers without one). Spark reads
+    a command's mode and level from the table (``write.delete|update|merge.mode`` and
+    ``.isolation-level``), so DELETE jobs merge-on-read at snapshot isolation share one real
+    table with MERGE jobs at serializable (``ExploreConfig.isolation_note``, ``mode_note``);
+    two writers running one kind in different modes or levels cannot."""
+    from icecheck.models.profiles import table_settings
     per_writer = getattr(config.planner, "writer_profiles", None) or {}
-    by_kind: dict[str, dict] = {}
-    for (writer, _), intent in sorted(intents.items()):
-        kind = getattr(intent, "kind", None)
-        if kind not in (DELETE, UPDATE, MERGE):
-            continue
-        p = per_writer.get(writer, profile)
-        rule = p.commands.get(kind)
-        setting = (rule.mode if rule is not None else None, p.isolation)
-        by_kind.setdefault(kind, {}).setdefault(setting, []).append((writer, p))
-    out = {}
-    for kind, settings in by_kind.items():
-        if len(settings) > 1:
-            who = "; ".join(f"{', '.join(w for w, _ in ws)} {ws[0][1].name}"
-                            for ws in settings.values())
-            return {}, (f"writers run {kind} in different write modes or isolation levels "
-                        f"({who}): one table has one write.{kind.lower()}.mode and "
-                        f"write.{kind.lower()}.isolation-level")
-        out[kind] = next(iter(settings.values()))[0][1]
-    return out, None
+    return table_settings((writer, per_writer.get(writer, profile), getattr(intent, "kind", None))
+                          for (writer, _), intent in sorted(intents.items()))
 
 
 def run_on_spark(mrun: _ModelRun, table, profile, setup: tuple = (),
@@ -830,11 +814,11 @@ def _compare(cid: str, path: str, source: str, config, actions, profile_name: st
         c.status, c.reason = SKIPPED, reason
         return c
     profile = get_profile(profile_name)
-    per_command, reason = command_profiles(config, intents, profile)
+    settings, reason = command_settings(config, intents, profile)
     if reason:
         c.status, c.reason = SKIPPED, reason
         return c
-    props = table_properties(config.table, profile, per_command)
+    props = table_properties(config.table, profile, settings)
     mrun = _ModelRun(plan, intents, model_rows)
     try:
         # Every statement must be expressible before anything runs.

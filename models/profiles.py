@@ -150,6 +150,39 @@ def isolation_property(profile: "Profile", command: str) -> str | None:
     return _engine_property(ISOLATION_PROPERTIES, profile, command)
 
 
+def table_settings(uses) -> tuple[dict[str, str], str | None]:
+    """(the write-mode and isolation-level table properties a real table needs so that every
+    engine runs each command as its writer's profile says, why no one table can or None).
+
+    ``uses``: (writer, profile, command kind) for each command the writers run. Each engine
+    reads a command's mode and level from a table property (``MODE_PROPERTIES``,
+    ``ISOLATION_PROPERTIES``), so writers on different profiles share one real table when the
+    writers reading each property ask for one value: Spark DELETE jobs at snapshot isolation
+    beside Spark MERGE jobs and PyIceberg upserts at serializable (``write.delete`` and
+    ``write.merge|update.isolation-level``). A Spark DELETE and a PyIceberg delete both read
+    ``write.delete.isolation-level``: at two levels, no one table runs them."""
+    need: dict[str, dict[str, list[str]]] = {}      # property -> value -> "w1 DELETE (profile)"
+    for writer, profile, command in uses:
+        rule = profile.commands.get(command)
+        if rule is None:
+            continue
+        who = f"{writer} {command} ({profile.name})"
+        for key, value in ((mode_property(profile, command), rule.mode),
+                           (isolation_property(profile, command),
+                            profile.isolation if profile.isolation != "none" else None)):
+            if key is not None and value:
+                users = need.setdefault(key, {}).setdefault(value, [])
+                if who not in users:
+                    users.append(who)
+    split = {k: v for k, v in sorted(need.items()) if len(v) > 1}
+    if split:
+        return {}, "; ".join(
+            f"one table has one {key}, and the writers ask for "
+            + " and ".join(f"{value} ({', '.join(users)})" for value, users in sorted(v.items()))
+            for key, v in split.items())
+    return {k: next(iter(v)) for k, v in sorted(need.items())}, None
+
+
 def profile_dirs() -> list[str]:
     dirs = [os.path.join(os.path.dirname(__file__), "profiles")]
     extra = os.environ.get("ICECHECK_PROFILES")

@@ -113,6 +113,11 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     out.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, bool) and isinstance(key_node, yaml.ScalarNode):
+            # YAML 1.1 reads a plain on/off/yes/no as a boolean, also as a key: a MERGE's
+            # ``on: [id]`` would be the key True ("unknown key True"). Every key of icecheck's
+            # formats is a name, so a key stays the text it was written as.
+            key = key_node.value
         if not isinstance(key, (str, int, float, bool)) and key is not None:
             raise InputError(f"unsupported mapping key {key!r}", None, key_node.start_mark.line + 1)
         if key in out:

@@ -316,3 +316,12 @@ def test_kind_of_names_yaml_values():
     assert [kind_of(v) for v in (None, True, 3, 2.5, "x", LineList(), LineDict(), [], {})] == [
         "nothing (an empty value or file)", "a boolean", "an integer", "a number", "a string",
         "a list", "a mapping", "a list", "a mapping"]
+
+
+def test_a_key_written_on_or_yes_stays_a_name():
+    """YAML 1.1 reads a plain ``on`` as true, also as a mapping key: a MERGE written
+    ``{sql: MERGE, on: [id], ...}`` was refused "unknown key True in a MERGE command". Keys
+    stay the text they were written as; values keep YAML's reading."""
+    from icecheck.scenarios.yamlload import load_yaml
+    doc = load_yaml("command: {sql: MERGE, on: [id], rows: [[1, a]]}\nyes: no\n", "x.yaml")
+    assert doc == {"command": {"sql": "MERGE", "on": ["id"], "rows": [[1, "a"]]}, "yes": False}

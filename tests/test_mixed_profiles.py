@@ -249,3 +249,69 @@ def test_the_mode_note_names_a_command_run_in_two_write_modes():
     script = replace(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete",), keys=1),
                      writer_profiles=("", "pyiceberg-0.12-serializable"))
     assert script.mode_note is None
+
+
+def test_table_settings_give_each_property_the_level_of_the_writers_reading_it():
+    """One real table holds writers at different levels when no table property is asked for
+    two values (``profiles.table_settings``, used by the spark and mixed conformance targets):
+    a Spark DELETE reads write.delete.*, a PyIceberg upsert write.update.isolation-level; a
+    PyIceberg delete or file-level overwrite reads write.delete.isolation-level too, so beside
+    a Spark DELETE at another level there is no one table; an append reads no level."""
+    from icecheck.models.profiles import get_profile, table_settings
+    spark = get_profile("spark-3.5-mor-snapshot")
+    py = get_profile("pyiceberg-0.12-serializable")
+    props, why = table_settings([("w1", spark, "DELETE"), ("w2", py, "MERGE"),
+                                 ("w2", py, "INSERT"), ("w1", spark, "INSERT")])
+    assert why is None
+    assert props == {"write.delete.isolation-level": "snapshot",
+                     "write.delete.mode": "merge-on-read",
+                     "write.update.isolation-level": "serializable"}
+    for command in ("DELETE", "OVERWRITE_FILES"):
+        props, why = table_settings([("w1", spark, "DELETE"), ("w2", py, command)])
+        assert props == {}
+        assert why == ("one table has one write.delete.isolation-level, and the writers ask "
+                       f"for serializable (w2 {command} (pyiceberg-0.12-serializable)) and "
+                       "snapshot (w1 DELETE (spark-3.5-mor-snapshot))")
+    # a writer running a command twice is named once; a command its profile lacks counts nothing
+    props, why = table_settings([("w1", spark, "DELETE"), ("w1", spark, "DELETE"),
+                                 ("w2", py, "UPSERT")])
+    assert why is None and set(props) == {"write.delete.isolation-level", "write.delete.mode"}
+
+
+def test_the_mixed_target_runs_writers_at_different_levels_on_one_table(tmp_path):
+    """The mixed conformance target used to skip every run whose writers' levels differed; now
+    only one that needs a property at two values (no engine is started here)."""
+    from icecheck.conformance import mixed_target as mt
+    from icecheck.conformance.compare import scenario_on_model
+    from icecheck.conformance.java_runner import build_plan
+    from icecheck.scenarios.format import load_scenario
+
+    def reason(py_command):
+        path = tmp_path / "split-levels.yaml"
+        path.write_text(f"""
+version: 1
+id: split-levels
+profile: spark-3.5-mor-snapshot
+writer_profiles: {{w2: pyiceberg-0.12-serializable}}
+table: {{schema: {{id: int, v: string}}}}
+files: {{d1: {{rows: [[1, v0], [2, v0]]}}}}
+steps:
+  - commit: {{op: append, add: [d1]}}
+  - begin: w1
+    command: {{sql: DELETE, where: "id = 1"}}
+  - begin: w2
+    command: {py_command}
+  - commit: w2
+  - commit: w1
+""")
+        run = scenario_on_model(load_scenario(str(path)))
+        plan = build_plan(run.config, run.actions, run_read_failures=True)
+        intents, _ = mt._intents_and_rows(run.config, run.actions)
+        return mt._skip_reason(run, plan, intents), mt._settings(run, plan, intents)[0]
+
+    why, props = reason("{sql: MERGE, on: [id], rows: [[2, w2]]}")
+    assert why is None
+    assert props["write.delete.isolation-level"] == "snapshot"
+    assert props["write.update.isolation-level"] == "serializable"
+    why, props = reason("{sql: DELETE, where: \"id = 2\"}")
+    assert props == {} and why.startswith("one table has one write.delete.isolation-level")

@@ -245,11 +245,13 @@ def test_spark_writers_on_per_command_profiles_share_one_table(tmp_path):
     run = trace_on_model(_split_trace(tmp_path, ("delete", "update"),
                                       ("", "spark-3.5-mor-serializable"), "undelete"))
     intents, _ = st._replay(run.config, run.actions)
-    per, why = st.command_profiles(run.config, intents, get_profile(run.profile))
+    settings, why = st.command_settings(run.config, intents, get_profile(run.profile))
     assert why is None
-    assert {k: p.name for k, p in per.items()} == {"DELETE": "spark-3.5-mor-snapshot",
-                                                   "UPDATE": "spark-3.5-mor-serializable"}
-    props = st.table_properties(run.config.table, get_profile(run.profile), per)
+    assert settings == {"write.delete.isolation-level": "snapshot",
+                        "write.delete.mode": "merge-on-read",
+                        "write.update.isolation-level": "serializable",
+                        "write.update.mode": "merge-on-read"}
+    props = st.table_properties(run.config.table, get_profile(run.profile), settings)
     assert props["write.delete.isolation-level"] == "snapshot"
     assert props["write.update.isolation-level"] == "serializable"
 
@@ -257,10 +259,11 @@ def test_spark_writers_on_per_command_profiles_share_one_table(tmp_path):
                                       None, ["w1.begin", "w2.begin", "w1.refresh", "w1.cas",
                                              "w2.refresh", "w2.cas"]))
     intents, _ = st._replay(run.config, run.actions)
-    per, why = st.command_profiles(run.config, intents, get_profile(run.profile))
-    assert why == ("writers run DELETE in different write modes or isolation levels (w1 "
-                   "spark-3.5-mor-snapshot; w2 spark-3.5-cow-snapshot): one table has one "
-                   "write.delete.mode and write.delete.isolation-level")
+    settings, why = st.command_settings(run.config, intents, get_profile(run.profile))
+    assert settings == {}
+    assert why == ("one table has one write.delete.mode, and the writers ask for copy-on-write "
+                   "(w2 DELETE (spark-3.5-cow-snapshot)) and merge-on-read "
+                   "(w1 DELETE (spark-3.5-mor-snapshot))")
 
 
 def test_snapshot_delete_beside_serializable_update_on_spark(spark_target, tmp_path):
