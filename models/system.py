@@ -33,12 +33,12 @@ from . import cherrypick as pick_
 from . import rewrite_manifests as rwm_
 from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
-                         REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
+                         OVERWRITE, REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
 from .metadata import TableMetadata, snapshot_files_key
 from .files import DV, POSITION_DELETES
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
-from .commands_spec import ADD_FILES
+from .commands_spec import ADD_FILES, MERGE as MERGE_COMMAND
 from .store import ObjectStore
 from .table import TableConfig
 from .validation import PY_NO_STARTING_SNAPSHOT, ValidationFailed
@@ -228,6 +228,53 @@ def _files_read(op: Operation) -> list[str]:
         elif d.content == POSITION_DELETES:
             out.extend(sorted({path for path, _ in d.positions}))
     return [p for p in out if p]
+
+
+class _Written:
+    """A store read as it was written, deleted paths included: what a job planned from (its
+    plan holds the file list it read from manifests that may be gone now)."""
+
+    def __init__(self, store: ObjectStore):
+        self._store = store
+
+    def __getitem__(self, path: str) -> Any:
+        got = self._store.written(path)
+        if got is None:
+            raise KeyError(path)
+        return got
+
+
+def _merge_scan(store: ObjectStore, w: "WriterState", spec) -> list[str]:
+    """The data files a copy-on-write MERGE's target scan reads besides those it rewrites:
+    every live data file of the snapshot it planned on that the ON clause's target-only
+    conjuncts (``where``) keep, by partition and metrics. Spark 3.5 joins the source with a
+    scan of the whole target (RewriteMergeIntoTable; for copy-on-write, first to find the files
+    to rewrite: the runtime group filter), and those tasks run after the source is computed, so
+    a file an expiry deleted after the MERGE began fails it even when no row of that file
+    matched (observed on Spark 3.5 + Iceberg 1.10.2, "File does not exist": scenario
+    expiry/spark-merge-reads-a-file-expiry-deleted-after-it-began, found by the mixed
+    differential, seed 7). A merge-on-read MERGE in the same race was observed to get through
+    its scan and fail on its expired starting snapshot instead ("... is not an ancestor of
+    ...": expiry/spark-mor-merge-starting-snapshot-expired), so it reads, as other commands do,
+    the files its deletes target (``_files_read``)."""
+    cmd = w.intent
+    if getattr(cmd, "kind", None) != MERGE_COMMAND or w.base_path is None \
+            or (w.whole or w.operation).kind != OVERWRITE:
+        return []
+    written = _Written(store)
+    base = store.written(w.base_path)
+    snapshot = base.snapshot(w.base_snapshot_id) if w.base_snapshot_id is not None else None
+    if snapshot is None:
+        return []
+    from .filters import might_match_file
+    from .reads import live_data_entries
+    out = []
+    for e in live_data_entries(written, snapshot):
+        f = e.file
+        if cmd.where is None or might_match_file(cmd.where, spec, f.partition, f.lower(),
+                                                  f.upper(), f.nulls(), f.record_count):
+            out.append(f.path)
+    return out
 
 
 @dataclass(frozen=True)
@@ -755,7 +802,8 @@ class Model:
             # raw operation already has its files and reads nothing, and PyIceberg (which swaps
             # its first attempt against the metadata it began at: validate_on_first_attempt
             # false) read and wrote everything as it staged the transaction, when it began.
-            gone = [p for p in _files_read(op) if p in state.store.deleted]
+            gone = [p for p in _files_read(op) + _merge_scan(state.store, w, self.table.spec)
+                    if p in state.store.deleted]
             if gone:
                 return self._finish(state, w, READ_FAILED, f"File does not exist: {gone[0]}",
                                     "not_found")
