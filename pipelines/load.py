@@ -169,9 +169,7 @@ def load_pipeline(path: str) -> Pipeline:
                                      "\"id = {key}\"}", path, line)
                 bad_key = next((k for k in c if not isinstance(k, str)), None)
                 if bad_key is not None:
-                    raise InputError(f"command key {bad_key!r} is not a name (YAML reads an "
-                                     f"unquoted on/yes/no as a boolean: write \"on\")",
-                                     path, line)
+                    raise InputError(f"command key {bad_key!r} is not a name", path, line)
                 for name in _names(c) - {"job"}:
                     if not domain[name]:
                         raise InputError(f"the command names {{{name}}} but domain."

@@ -143,8 +143,7 @@ def _string_keys(value: Any, path: str, where: str, line: int | None = None) -> 
         for k, v in value.items():
             here = value.line_of(k) if hasattr(value, "line_of") else line
             if not isinstance(k, str):
-                raise InputError(f"{where}: key {k!r} is not a string (YAML reads a bare `on` as "
-                                 f"true: quote it, \"on\")", path, here)
+                raise InputError(f"{where}: key {k!r} is not a name", path, here)
             _string_keys(v, path, where, here)
     elif isinstance(value, list):
         for v in value:

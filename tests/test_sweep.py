@@ -36,14 +36,22 @@ def test_default_space_shape_and_filters():
     assert {c["profile"] for c in mor} == {"spark-3.5-mor-serializable", "spark-3.5-mor-snapshot",
                                            "spark-3.5-mor-serializable+pyiceberg-0.12-serializable",
                                            "spark-3.5-mor-serializable+flink-1.20-upsert",
-                                           "spark-3.5-mor-snapshot+pyiceberg-0.12-snapshot"}
+                                           "spark-3.5-mor-snapshot+pyiceberg-0.12-snapshot",
+                                           "spark-3.5-mor-snapshot+pyiceberg-0.12-serializable"}
     pair, _ = cells(space, Filters(commands=("UPDATE+DELETE",), profiles=("spark-3.5-*",)))
-    # 4 Spark profiles and the 2 mixes (a glob matches a mix's name, p1+p2)
-    assert {c["combo"] for c in pair} == {"DELETE+UPDATE"} and len(pair) == 24
+    # 4 Spark profiles and the 4 mixes that run the pair (a glob matches a mix's name, p1+p2);
+    # a command filter matches either order, and the two mixes at different isolation levels
+    # run both (a Spark DELETE beside a PyIceberg UPDATE, and the other way round)
+    assert {c["combo"] for c in pair} == {"DELETE+UPDATE", "UPDATE+DELETE"} and len(pair) == 40
+    assert {c["profile"] for c in pair if c["combo"] == "UPDATE+DELETE"} == {
+        "spark-3.5-mor-snapshot+pyiceberg-0.12-serializable",
+        "spark-3.5-cow-serializable+pyiceberg-0.12-snapshot"}
     si, _ = cells(space, Filters(isolations=("snapshot",), engines=("pyiceberg-0.12",)))
-    # the engine filter matches a mix with a writer of that engine
+    # the engine and isolation filters match a mix with a writer of that engine or level
     assert {c["profile"] for c in si} == {"pyiceberg-0.12-snapshot",
-                                          "spark-3.5-mor-snapshot+pyiceberg-0.12-snapshot"}
+                                          "spark-3.5-mor-snapshot+pyiceberg-0.12-snapshot",
+                                          "spark-3.5-mor-snapshot+pyiceberg-0.12-serializable",
+                                          "spark-3.5-cow-serializable+pyiceberg-0.12-snapshot"}
     py, _ = cells(space, Filters(profiles=("*pyiceberg*",), engines=("spark-3.5",)))
     assert {c["profile"] for c in py} == {"+".join(m) for m in space.mixes
                                           if any(p.startswith("pyiceberg-") for p in m)}
@@ -111,9 +119,13 @@ def test_bad_space_is_input_error(tmp_path):
     p.write_text("profiles: [nope]\ncommands: {D: {sql: DELETE, where: 'id = 1'}}\ncombos: [[D, D]]\n")
     with pytest.raises(InputError, match="unknown profile"):
         load_space(str(p))
+    # a bare `on` is the key "on" (YAML 1.1 would read it as true: scenarios/yamlload.py)
     p.write_text("profiles: [no-validation]\ncommands: {M: {sql: MERGE, on: [id], rows: [[1, x]]}}\n"
                  "combos: [[M, M]]\n")
-    with pytest.raises(InputError, match="quote it"):
+    assert load_space(str(p)).commands["M"]["on"] == ["id"]
+    p.write_text("profiles: [no-validation]\ncommands: {M: {sql: MERGE, 1: [id], rows: [[1, x]]}}\n"
+                 "combos: [[M, M]]\n")
+    with pytest.raises(InputError, match="key 1 is not a name"):
         load_space(str(p))
 
 
