@@ -129,11 +129,16 @@ def test_init_writes_a_starter_that_checks_and_never_overwrites(tmp_path):
     assert r.exit_code == 2 and "never overwrites" in r.output
 
 
-def test_unquoted_on_names_the_line(tmp_path):
+def test_unquoted_on_is_the_key_on_and_a_number_key_names_the_line(tmp_path):
+    """A bare ``on`` (YAML 1.1's boolean) is the key "on"; a key that is no name is refused,
+    naming the line."""
     f = tmp_path / "p.yaml"
     f.write_text("table: {}\njobs:\n  - profile: no-validation\n    program:\n"
                  "      - {sql: MERGE, on: [id], rows: [[1, a]]}\n")
-    with pytest.raises(InputError, match='write \\"on\\"') as e:
+    load_pipeline(str(f))
+    f.write_text("table: {}\njobs:\n  - profile: no-validation\n    program:\n"
+                 "      - {sql: MERGE, 7: [id], rows: [[1, a]]}\n")
+    with pytest.raises(InputError, match="command key 7 is not a name") as e:
         load_pipeline(str(f))
     assert e.value.line == 5
 
