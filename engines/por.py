@@ -9,6 +9,9 @@ exploration configurations always use). With fused steps a writer's actions touc
                      validation reads immutable objects; metadata writes add objects under the
                      writer's own names (``v3-w1-2.metadata.json``, ``snap-1002*.avro``)
     cas              reads and writes the pointer (cas, cas_reply_lost)
+    write            (only where a writer may expire snapshots; fused into begin otherwise)
+                     reads which files were deleted, which an expiry's cas changes; adds its
+                     own files
     cas_not_applied  writer-local (the swap never happened)
     crash            writer-local
 
@@ -56,10 +59,13 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, CRASH, REFRESH,
-                                    Action)
+                                    WRITE, Action)
 
 POINTER_WRITERS = frozenset({CAS, CAS_REPLY_LOST})
-POINTER_READERS = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST})
+# ``write`` is a step of its own only where a writer may expire snapshots (``Model.
+# _split_write``): it reads which files an expiry deleted, which an expiry's swap changes, so
+# it is dependent on the swaps like a pointer reader
+POINTER_READERS = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, WRITE})
 LOCAL = frozenset({CAS_NOT_APPLIED, CRASH})
 
 

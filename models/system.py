@@ -38,7 +38,7 @@ from .metadata import TableMetadata, snapshot_files_key
 from .files import DV, POSITION_DELETES
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
-from .commands_spec import ADD_FILES, MERGE as MERGE_COMMAND
+from .commands_spec import ADD_FILES, EXPIRE as EXPIRE_COMMAND, MERGE as MERGE_COMMAND
 from .store import ObjectStore
 from .table import TableConfig
 from .validation import PY_NO_STARTING_SNAPSHOT, ValidationFailed
@@ -230,6 +230,19 @@ def _files_read(op: Operation) -> list[str]:
     return [p for p in out if p]
 
 
+def _reads_late(w: "WriterState") -> bool:
+    """Does the job read data files while its tasks run, after planning (``_write`` checks
+    them against what an expiry deleted)? An engine's command that validates on its first
+    attempt (Spark, Flink; not PyIceberg, which read everything as it staged the transaction
+    when it began) and rewrites files, targets them with deletes, or is a copy-on-write MERGE
+    (``_merge_scan``). A Java API user's raw operation reads nothing."""
+    op = w.whole or w.operation
+    if isinstance(w.intent, Operation) or not op.validations.validate_on_first_attempt:
+        return False
+    return bool(_files_read(op)) or (getattr(w.intent, "kind", None) == MERGE_COMMAND
+                                     and op.kind == OVERWRITE)
+
+
 class _Written:
     """A store read as it was written, deleted paths included: what a job planned from (its
     plan holds the file list it read from manifests that may be gone now)."""
@@ -371,6 +384,12 @@ class Model:
         self.config = config
         self.table = config.table
         self.programs = {p.name: p for p in config.writers}
+        #: fused steps keep a job's ``write`` (the reads of its tasks) a step of its own when a
+        #: writer may expire snapshots: an expiry committed between the job's planning and its
+        #: tasks fails it (``_reads_late``), an interleaving fusing would remove
+        self._split_write = config.fuse_local_steps and any(
+            getattr(i, "kind", None) in (EXPIRE_COMMAND, EXPIRE_SNAPSHOTS)
+            for p in config.writers for entry in p.entries for i in entry)
         self._plans: dict[tuple, tuple] = {}   # see _plan
         self._steps: dict[tuple, tuple] = {}   # see step
         self._writer_actions: dict[tuple, tuple] = {}   # see writer_actions
@@ -767,7 +786,7 @@ class Model:
         except ValidationFailed as e:
             return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         state = self._put_writer(state, w)
-        if self.config.fuse_local_steps:
+        if self.config.fuse_local_steps and not (self._split_write and _reads_late(w)):
             state = self._write(state, w, a)
         return state
 

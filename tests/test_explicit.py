@@ -33,8 +33,14 @@ CONFIGS = [
     with_retries(mix_config("spark-3.5-cow-serializable", 2, 2, ("delete", "update"), 1), 1),
     with_retries(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete", "insert"), 1,
                             crashes=True), 1),
+    # an expiry may delete a file a copy-on-write MERGE or DELETE reads after it began: its
+    # ``write`` is then a step of its own (Model._split_write), dependent on the swaps
+    with_retries(mix_config("spark-3.5-cow-serializable", 3, 1, ("merge", "delete", "expire"), 1),
+                 0),
 ]
 IDS = [c.name for c in CONFIGS]
+#: the configurations whose every reachable state the commutation test walks
+COMMUTING = CONFIGS[:7] + CONFIGS[-1:]
 
 
 def verdict(r):
@@ -105,7 +111,7 @@ def _reachable(cfg, limit=3000):
     return model, list(seen.values())
 
 
-@pytest.mark.parametrize("cfg", CONFIGS[:7], ids=IDS[:7])
+@pytest.mark.parametrize("cfg", COMMUTING, ids=[c.name for c in COMMUTING])
 def test_independent_actions_commute(cfg):
     """The POR independence relation: every independent pair of enabled actions commutes."""
     model, states = _reachable(cfg)
