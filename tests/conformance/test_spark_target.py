@@ -143,6 +143,25 @@ def test_spark_procedures_agree(spark_target):
     assert c.ops[-1].java_outcome == "read_failed"
 
 
+def test_merge_reads_its_whole_target_after_it_began_on_spark(spark_target):
+    """A copy-on-write MERGE reads every file of its target after its source is computed, so
+    one an expiry deleted after it began fails it though none of its rows matched ("File does
+    not exist"); a merge-on-read MERGE in the same race fails on its expired starting snapshot
+    instead (the mixed differential, seed 7, found the first: the model committed it)."""
+    from icecheck.scenarios.format import load_scenario
+    expiry = os.path.join(ROOT, "scenarios", "builtin", "expiry")
+    c = spark_target.compare_scenario(load_scenario(os.path.join(
+        expiry, "spark-merge-reads-a-file-expiry-deleted-after-it-began.yaml")))
+    _assert_agrees(c)
+    assert (c.ops[-1].java_outcome, c.ops[-1].java_message) == ("read_failed",
+                                                                "File does not exist: d2")
+    c = spark_target.compare_scenario(load_scenario(os.path.join(
+        expiry, "spark-mor-merge-starting-snapshot-expired.yaml")))
+    _assert_agrees(c)
+    assert c.ops[-1].java_outcome == "validation_failed"
+    assert "is not an ancestor of" in c.ops[-1].java_message
+
+
 def test_compaction_file_selection_on_spark(spark_target):
     """rewrite_data_files with Spark's default selection (rewrite-all false): a partition with
     fewer than min-input-files small files is left alone unless its deletes are heavy enough;
