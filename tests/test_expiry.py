@@ -226,3 +226,29 @@ def test_expire_command_input_errors(tmp_path):
     with pytest.raises(InputError, match="retain_last must be an integer from 1 to 100") as e:
         load_scenario(str(p))
     assert e.value.line == 7
+
+
+def test_explorations_reach_a_read_failure_after_an_expiry():
+    """Explorations fuse a job's planning and its reads into one step, except where a writer
+    may expire snapshots: there a job that reads files while its tasks run keeps ``write`` as
+    a step of its own, so an expiry committed in between fails it ("File does not exist"), as
+    scenarios and Spark show; the timeline says so. Without an expiring writer, nothing
+    changes (begin writes at once)."""
+    from icecheck.engines.config import build_model_config, mix_config
+    from icecheck.engines.explicit import with_retries
+    from icecheck.traces.execute import run_actions
+    from icecheck.traces.explain import step_events
+    cfg = with_retries(mix_config("spark-3.5-cow-serializable", 3, 1,
+                                  ("merge", "delete", "expire"), 1), 0)
+    model = Model(build_model_config(cfg))
+    run = run_actions(model, ["w1.begin", "w2.begin#1", "w2.write", "w2.refresh", "w2.cas",
+                              "w3.begin#2", "w3.refresh", "w3.cas", "w1.write"])
+    w1 = run.final.writer("w1").history[-1]
+    assert (w1.outcome, w1.message.startswith("File does not exist: ")) == ("read_failed", True)
+    event = step_events(model, cfg.key, run)[-1]
+    assert event.short.startswith("write: READ FAILED (File does not exist: ")
+    assert "an expiry had deleted since it began" in event.sentence
+    plain = with_retries(mix_config("spark-3.5-cow-serializable", 2, 1, ("merge", "delete"), 1), 0)
+    model = Model(build_model_config(plain))
+    s = model.step(model.initial(), model.actions(model.initial())[0])
+    assert all(a.kind != "write" for a in model.actions(s))

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from icecheck.models.filters import eval_row
 from icecheck.models.reads import read_rows
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, COMMIT_FAILED,
-                                    COMMIT_UNKNOWN, COMMITTED, CRASH, NOOP, REFRESH,
-                                    VALIDATION_FAILED, Action, Model, State, WriterState)
+                                    COMMIT_UNKNOWN, COMMITTED, CRASH, NOOP, READ_FAILED, REFRESH,
+                                    VALIDATION_FAILED, WRITE, Action, Model, State, WriterState)
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,16 @@ def step_event(model: Model, key: str, before: State, action: Action, after: Sta
                              f"{name}'s swap lost the race (the table moved to {_snap(before)}); "
                              f"it retries (attempt {wa.attempt + 1})")
         return StepEvent(name, f"{action.kind}", f"{name} ran {action.kind}", table)
+
+    if action.kind == WRITE:
+        # a step of its own only where a writer may expire snapshots (Model._split_write): the
+        # job's tasks read the files it planned and write its new ones
+        if rec is not None and rec.outcome == READ_FAILED:
+            return StepEvent(name, f"write: READ FAILED ({rec.message})",
+                             f"{name}'s tasks ran and failed reading a file an expiry had "
+                             f"deleted since it began: {rec.message}")
+        return StepEvent(name, "write: tasks read and wrote files",
+                         f"{name}'s tasks read the files it planned and wrote its new ones")
 
     if action.kind == CRASH:
         return StepEvent(name, f"CRASH (while {wb.phase})", f"{name} crashed while {wb.phase}")
