@@ -243,9 +243,21 @@ def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
     keys = sorted({tuple(new[i] for i in key_idx) for new in changed.values()}, key=repr)
     if not keys or any(v is None for k in keys for v in k):
         return changed, None
-    if len(cmd.on) == 1:
-        return changed, In(cmd.on[0], tuple(k[0] for k in keys))
-    return changed, _equalities(list(cmd.on), keys)
+    # one filter per batch the matched-rows scan returns (a data file), joined by Or in scan
+    # order: a key matched in two files is named twice, Or(EqualTo(id, 1), EqualTo(id, 1)), as
+    # PyIceberg's conflict message prints it (mixed differential, seed 2327)
+    by_file: dict[str, set] = {}
+    for r in rows:
+        new = changed.get((r.path, r.position))
+        if new is not None:
+            by_file.setdefault(r.path, set()).add(tuple(new[i] for i in key_idx))
+    where = None
+    for file_keys in by_file.values():
+        ordered = sorted(file_keys, key=repr)
+        one = In(cmd.on[0], tuple(k[0] for k in ordered)) if len(cmd.on) == 1 \
+            else _equalities(list(cmd.on), ordered)
+        where = one if where is None else or_(where, one)
+    return changed, where
 
 
 #: PyIceberg 0.12's refusal (Transaction.add_files), followed by the paths its check found

@@ -35,7 +35,6 @@ from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
                          OVERWRITE, REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
 from .metadata import TableMetadata, snapshot_files_key
-from .files import DV, POSITION_DELETES
 from .operations import Operation
 from .producer import produce_snapshot, validate_operation
 from .commands_spec import ADD_FILES, EXPIRE as EXPIRE_COMMAND, MERGE as MERGE_COMMAND
@@ -218,29 +217,28 @@ def _as_written(message: str, written_names: tuple) -> str:
     return message
 
 
-def _files_read(op: Operation) -> list[str]:
-    """The data files an engine reads to write ``op``: those it rewrites (copy-on-write,
-    compaction) and those its position deletes or deletion vectors target (merge-on-read)."""
-    out = [f.path for f in op.delete_data]
-    for d in op.add_deletes:
-        if d.content == DV:
-            out.append(d.referenced_data_file)
-        elif d.content == POSITION_DELETES:
-            out.extend(sorted({path for path, _ in d.positions}))
-    return [p for p in out if p]
+def _files_read_late(op: Operation) -> list[str]:
+    """The data files a job reads after its tasks start, past the point where its scan was
+    planned: those it rewrites (copy-on-write, compaction: Spark's rewrite reads them again
+    after the runtime group filter found them). A merge-on-read command reads the rows its
+    deletes target as it scans, at the start (observed on Spark 3.5 + Iceberg 1.10.2: a
+    merge-on-read MERGE whose target file an expiry deleted after it began gets through its
+    scan and fails on its expired starting snapshot, found by the mixed differential, seed
+    2327; scenario expiry/spark-mor-merge-of-a-file-expiry-deleted-fails-on-its-snapshot)."""
+    return [f.path for f in op.delete_data if f.path]
 
 
 def _reads_late(w: "WriterState") -> bool:
     """Does the job read data files while its tasks run, after planning (``_write`` checks
     them against what an expiry deleted)? An engine's command that validates on its first
     attempt (Spark, Flink; not PyIceberg, which read everything as it staged the transaction
-    when it began) and rewrites files, targets them with deletes, or is a copy-on-write MERGE
+    when it began) and rewrites files (``_files_read_late``) or is a copy-on-write MERGE
     (``_merge_scan``). A Java API user's raw operation reads nothing."""
     op = w.whole or w.operation
     if isinstance(w.intent, Operation) or not op.validations.validate_on_first_attempt:
         return False
-    return bool(_files_read(op)) or (getattr(w.intent, "kind", None) == MERGE_COMMAND
-                                     and op.kind == OVERWRITE)
+    return bool(_files_read_late(op)) or (getattr(w.intent, "kind", None) == MERGE_COMMAND
+                                          and op.kind == OVERWRITE)
 
 
 class _Written:
@@ -268,8 +266,8 @@ def _merge_scan(store: ObjectStore, w: "WriterState", spec) -> list[str]:
     expiry/spark-merge-reads-a-file-expiry-deleted-after-it-began, found by the mixed
     differential, seed 7). A merge-on-read MERGE in the same race was observed to get through
     its scan and fail on its expired starting snapshot instead ("... is not an ancestor of
-    ...": expiry/spark-mor-merge-starting-snapshot-expired), so it reads, as other commands do,
-    the files its deletes target (``_files_read``)."""
+    ...": expiry/spark-mor-merge-starting-snapshot-expired): a merge-on-read command reads
+    what it reads as it scans (``_files_read_late``)."""
     cmd = w.intent
     if getattr(cmd, "kind", None) != MERGE_COMMAND or w.base_path is None \
             or (w.whole or w.operation).kind != OVERWRITE:
@@ -814,14 +812,14 @@ class Model:
         op = w.whole or w.operation
         if state.store.deleted and not isinstance(w.intent, Operation) \
                 and op.validations.validate_on_first_attempt:
-            # An engine reads the data files it rewrites, or whose rows its position deletes
-            # target, while its tasks run: after planning, before the commit. One that expiry
+            # An engine reads the data files it rewrites (and a copy-on-write MERGE its whole
+            # target) while its tasks run: after planning, before the commit. One that expiry
             # deleted meanwhile fails the job (Spark: Iceberg's NotFoundException "File does not
             # exist", observed; scenario spark-expire-retain-last-stale-writer). A Java API user's
             # raw operation already has its files and reads nothing, and PyIceberg (which swaps
             # its first attempt against the metadata it began at: validate_on_first_attempt
             # false) read and wrote everything as it staged the transaction, when it began.
-            gone = [p for p in _files_read(op) + _merge_scan(state.store, w, self.table.spec)
+            gone = [p for p in _files_read_late(op) + _merge_scan(state.store, w, self.table.spec)
                     if p in state.store.deleted]
             if gone:
                 return self._finish(state, w, READ_FAILED, f"File does not exist: {gone[0]}",
