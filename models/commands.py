@@ -229,8 +229,9 @@ def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
     """PyIceberg's upsert (``Transaction.upsert``, pyiceberg/table/__init__.py, 0.12.0): a
     matched row whose other columns already equal the source row's is left alone
     (``upsert_util.get_rows_to_update``), and the rows it does update are overwritten by the
-    filter ``upsert_util.create_match_filter`` builds from their keys: ``In(key, keys)`` for one
-    join column, an Or of Ands of ``EqualTo`` otherwise. That filter is the copy-on-write
+    filter ``upsert_util.create_match_filter`` builds from their keys, one per batch of the
+    matched-rows scan (a data file), joined by Or: ``In(key, keys)`` for one join column, an Or
+    of Ands of ``EqualTo`` otherwise. That filter is the copy-on-write
     delete's predicate (``Transaction.overwrite`` -> ``delete``), so it is the conflict filter
     a retry validates with (``_SnapshotProducer._validate_concurrency``): a concurrent append of
     other keys does not conflict (scenarios/builtin/pyiceberg/
