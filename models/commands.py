@@ -241,9 +241,6 @@ def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
     changed = {at: new for at, new in changed.items() if new != current[at]}
     names = table.schema.names
     key_idx = [names.index(c) for c in cmd.on]
-    keys = sorted({tuple(new[i] for i in key_idx) for new in changed.values()}, key=repr)
-    if not keys or any(v is None for k in keys for v in k):
-        return changed, None
     # one filter per batch the matched-rows scan returns (a data file), joined by Or in scan
     # order: a key matched in two files is named twice, Or(EqualTo(id, 1), EqualTo(id, 1)), as
     # PyIceberg's conflict message prints it (mixed differential, seed 2327)
@@ -252,6 +249,8 @@ def _pyiceberg_upsert(table: TableConfig, cmd: Command, rows: list[RowVersion],
         new = changed.get((r.path, r.position))
         if new is not None:
             by_file.setdefault(r.path, set()).add(tuple(new[i] for i in key_idx))
+    if not by_file or any(v is None for keys in by_file.values() for k in keys for v in k):
+        return changed, None
     where = None
     for file_keys in by_file.values():
         ordered = sorted(file_keys, key=repr)

@@ -6,7 +6,8 @@ the writer and a counter), so ``put`` refuses to overwrite: an attempt to do so 
 Objects can be deleted (ExpireSnapshots' file clean-up, ``delete_all``): a deleted object is gone
 for every reader of the store (``store[path]`` raises KeyError, iteration skips it), exactly as
 on S3. The analysis of what a run *did* still needs the objects a deleted snapshot pointed at,
-so ``archive()`` gives a read-only view that includes them; the model itself never reads it.
+so ``archive()`` gives a read-only view that includes them; the model reads it only for what a
+job planned before the deletion.
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ class ObjectStore(Mapping[str, Any]):
             self._deleted - older._deleted
 
     def archive(self) -> Mapping[str, Any]:
-        """Every object ever written, deleted ones included (for the history analysis only)."""
+        """Every object ever written, deleted ones included: for the history analysis, and for
+        what a writer read before an expiry deleted it (the files a job's plan listed,
+        ``system._merge_scan``; the base a PyIceberg retry resolves its window from)."""
         return self._objects
 
     def put_all(self, objects: Mapping[str, Any]) -> "ObjectStore":

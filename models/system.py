@@ -237,55 +237,40 @@ def _reads_late(w: "WriterState") -> bool:
     op = w.whole or w.operation
     if isinstance(w.intent, Operation) or not op.validations.validate_on_first_attempt:
         return False
-    return bool(_files_read_late(op)) or (getattr(w.intent, "kind", None) == MERGE_COMMAND
-                                          and op.kind == OVERWRITE)
+    return bool(_files_read_late(op)) or _is_cow_merge(w)
 
 
-class _Written:
-    """A store read as it was written, deleted paths included: what a job planned from (its
-    plan holds the file list it read from manifests that may be gone now)."""
-
-    def __init__(self, store: ObjectStore):
-        self._store = store
-
-    def __getitem__(self, path: str) -> Any:
-        got = self._store.written(path)
-        if got is None:
-            raise KeyError(path)
-        return got
+def _is_cow_merge(w: "WriterState") -> bool:
+    return getattr(w.intent, "kind", None) == MERGE_COMMAND \
+        and (w.whole or w.operation).kind == OVERWRITE
 
 
 def _merge_scan(store: ObjectStore, w: "WriterState", spec) -> list[str]:
     """The data files a copy-on-write MERGE's target scan reads besides those it rewrites:
     every live data file of the snapshot it planned on that the ON clause's target-only
-    conjuncts (``where``) keep, by partition and metrics. Spark 3.5 joins the source with a
-    scan of the whole target (RewriteMergeIntoTable; for copy-on-write, first to find the files
-    to rewrite: the runtime group filter), and those tasks run after the source is computed, so
-    a file an expiry deleted after the MERGE began fails it even when no row of that file
-    matched (observed on Spark 3.5 + Iceberg 1.10.2, "File does not exist": scenario
+    conjuncts (``where``) keep, by partition and metrics, read from the store as written (its
+    plan listed them; an expiry may have deleted the manifests since). Spark 3.5 joins the
+    source with a scan of the whole target (RewriteMergeIntoTable; for copy-on-write, first to
+    find the files to rewrite: the runtime group filter), and those tasks run after the source
+    is computed, so a file an expiry deleted after the MERGE began fails it even when no row of
+    that file matched (observed on Spark 3.5 + Iceberg 1.10.2, "File does not exist": scenario
     expiry/spark-merge-reads-a-file-expiry-deleted-after-it-began, found by the mixed
     differential, seed 7). A merge-on-read MERGE in the same race was observed to get through
     its scan and fail on its expired starting snapshot instead ("... is not an ancestor of
     ...": expiry/spark-mor-merge-starting-snapshot-expired): a merge-on-read command reads
     what it reads as it scans (``_files_read_late``)."""
-    cmd = w.intent
-    if getattr(cmd, "kind", None) != MERGE_COMMAND or w.base_path is None \
-            or (w.whole or w.operation).kind != OVERWRITE:
+    if not _is_cow_merge(w) or w.base_path is None or w.base_snapshot_id is None:
         return []
-    written = _Written(store)
-    base = store.written(w.base_path)
-    snapshot = base.snapshot(w.base_snapshot_id) if w.base_snapshot_id is not None else None
+    snapshot = store.written(w.base_path).snapshot(w.base_snapshot_id)
     if snapshot is None:
         return []
     from .filters import might_match_file
     from .reads import live_data_entries
-    out = []
-    for e in live_data_entries(written, snapshot):
-        f = e.file
-        if cmd.where is None or might_match_file(cmd.where, spec, f.partition, f.lower(),
-                                                  f.upper(), f.nulls(), f.record_count):
-            out.append(f.path)
-    return out
+    where = w.intent.where
+    return [e.file.path for e in live_data_entries(store.archive(), snapshot)
+            if where is None or might_match_file(where, spec, e.file.partition, e.file.lower(),
+                                                 e.file.upper(), e.file.nulls(),
+                                                 e.file.record_count)]
 
 
 @dataclass(frozen=True)
@@ -810,8 +795,7 @@ class Model:
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.whole or w.operation
-        if state.store.deleted and not isinstance(w.intent, Operation) \
-                and op.validations.validate_on_first_attempt:
+        if state.store.deleted and _reads_late(w):
             # An engine reads the data files it rewrites (and a copy-on-write MERGE its whole
             # target) while its tasks run: after planning, before the commit. One that expiry
             # deleted meanwhile fails the job (Spark: Iceberg's NotFoundException "File does not
