@@ -31,6 +31,7 @@ cdef class Fingerprinter:
     cdef public Perm _identity
     cdef public dict _by_map
     cdef public dict _twins
+    cdef public dict _added_sums
     cdef public dict _candidates
     cdef public dict _ranks
     cdef public tuple last_order
@@ -45,8 +46,10 @@ cdef class Fingerprinter:
     @cython.locals(got=tuple, node=_StoreNode)
     cpdef object store_digest(self, object store, Perm p)
     cpdef _StoreNode _node_of(self, object store)
-    @cython.locals(k=Py_ssize_t, chain=list, n=_StoreNode, m=_StoreNode)
+    @cython.locals(k=Py_ssize_t, chain=list, n=_StoreNode, m=_StoreNode, sums=dict, added=tuple, got=tuple)
     cpdef object _node_digest(self, _StoreNode node, dict objs, Perm p)
+    @cython.locals(sums=dict, got=tuple)
+    cpdef object _added_sum(self, tuple added, dict objs, Perm p)
     @cython.locals(d=dict, items=tuple, got=bytes, kb=list)
     cpdef bytes _item(self, str key, object obj, Perm p)
     @cython.locals(out=list, ws=tuple, k=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, cache=list, d=object)

@@ -51,6 +51,8 @@ _MOD = 1 << 128
 _CACHE_ATTR = "_icecheck_fp"
 #: The largest symmetry group the canonicaliser enumerates (6! = 720 permutations per state).
 MAX_GROUP = 720
+#: Entries of ``Fingerprinter._added_sums`` before it is emptied.
+ADDED_SUMS_SIZE = 100_000
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -177,6 +179,7 @@ class Fingerprinter:
         self._identity = self.perms[0]
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
+        self._added_sums: dict[int, tuple] = {}   # see _added_sum
         self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
         self._ranks: dict[tuple, dict] = {}    # the same -> writer_ranks (a config's names)
         #: the order type ``candidates`` computed last (a caller may keep it for the state)
@@ -366,13 +369,39 @@ class Fingerprinter:
             chain.append(n)
             n = n.parent
         total = n.sums[k] if n is not None else 0
+        sums = self._added_sums
         for m in reversed(chain):
-            for path in m.added:
-                total += int.from_bytes(self._item(path, objs[path], p), "little")
+            added = m.added
+            if added:
+                # _added_sum's cache, read inline
+                got = sums.get(id(added))
+                if got is not None and got[0] is added and got[1][k] is not None:
+                    total += got[1][k]
+                else:
+                    total += self._added_sum(added, objs, p)
             for path in m.gone:
                 total += self._gone(path, p)
             total %= _MOD
             m.sums[k] = total
+        return total
+
+    def _added_sum(self, added: tuple, objs: dict, p: Perm) -> int:
+        """The sum of the digests of the items at ``added`` (paths of ``objs``) under ``p``,
+        cached by the tuple itself: a tuple of added paths belongs to the one mapping of
+        objects it was made for (``ObjectStore.put_all``; a step memo entry's tuple to that
+        entry's objects, which every replay of it adds), so the sum is computed once per
+        permutation for all the stores that share it. The cache keeps the tuple alive, so its
+        id is not reused while it stands, and is emptied at ``ADDED_SUMS_SIZE`` entries."""
+        sums = self._added_sums
+        got = sums.get(id(added))
+        if got is None or got[0] is not added:
+            if len(sums) >= ADDED_SUMS_SIZE:
+                sums.clear()
+            got = sums[id(added)] = (added, [None] * self.nperms)
+        total = 0
+        for path in added:
+            total += int.from_bytes(self._item(path, objs[path], p), "little")
+        got[1][p.index] = total
         return total
 
     def _gone(self, key: str, p: Perm) -> int:

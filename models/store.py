@@ -85,7 +85,19 @@ class ObjectStore(Mapping[str, Any]):
         ``system._merge_scan``; the base a PyIceberg retry resolves its window from)."""
         return self._objects
 
-    def put_all(self, objects: Mapping[str, Any]) -> "ObjectStore":
+    def put_all(self, objects: Mapping[str, Any], paths: tuple[str, ...] | None = None
+                ) -> "ObjectStore":
+        """The store with ``objects`` added. ``paths``: the tuple of ``objects``' keys, when
+        the caller keeps one (a step memo entry, ``Model._replay``): a store that adds only new
+        paths records that very tuple as what it added, and a checker's digest of the added
+        objects, cached by the tuple, serves every store that adds it
+        (``Fingerprinter._added_sum``)."""
+        old = self._objects
+        if old.keys().isdisjoint(objects):       # only new paths (the common case)
+            merged = dict(old)
+            merged.update(objects)
+            return self._derived(merged, self._deleted,
+                                 paths if paths is not None else tuple(objects))
         clash = [p for p in objects if p in self._objects and self._objects[p] != objects[p]]
         if clash:
             raise AssertionError(f"object store paths are immutable, rewritten: {clash}")

@@ -10,6 +10,7 @@ cdef class Model:
     cdef public object config
     cdef public object table
     cdef public dict programs
+    cdef public dict _positions
     cdef public dict _plans
     cdef public dict _steps
     cdef public dict _writer_actions
@@ -22,11 +23,11 @@ cdef class Model:
     cdef public dict _interned
     cdef dict __dict__
 
-    @cython.locals(key=tuple, got=tuple)
+    @cython.locals(key=tuple, got=tuple, ws=tuple)
     cpdef object step(self, object state, object action)
     @cython.locals(store=object, metas=tuple, head=tuple, reach=list)
     cpdef tuple _step_key(self, object state, object w, object action)
-    cpdef object _replay(self, object state, object w2, object catalog, dict added, frozenset deleted)
+    cpdef object _replay(self, object state, object w2, object catalog, dict added, frozenset deleted, object paths=*)
     @cython.locals(ws=tuple, i=Py_ssize_t)
     cpdef object _put_writer(self, object state, object w, object store=*, object catalog=*)
     @cython.locals(got=tuple)

@@ -367,6 +367,7 @@ class Model:
         self.config = config
         self.table = config.table
         self.programs = {p.name: p for p in config.writers}
+        self._positions = {p.name: i for i, p in enumerate(config.writers)}   # see step
         #: fused steps keep a job's ``write`` (the reads of its tasks) a step of its own when a
         #: writer may expire snapshots: an expiry committed between the job's planning and its
         #: tasks fails it (``_reads_late``), an interleaving fusing would remove
@@ -469,10 +470,16 @@ class Model:
         the first time, so states reached along different paths share them (and the
         checker's digests cached on them). The result is equal, field for field, to what
         the handlers compute: tests/test_step_memo.py compares both on whole searches."""
-        try:
-            w = state.writer(action.writer)
-        except KeyError:
-            raise StepError(f"{action}: unknown writer {action.writer!r}") from None
+        # a state keeps its writers in slot order (``initial``): look the writer up at its
+        # place, and by name only in a state that does not
+        ws = state.writers
+        i = self._positions.get(action.writer)
+        w = ws[i] if i is not None and i < len(ws) else None
+        if w is None or w.name != action.writer:
+            try:
+                w = state.writer(action.writer)
+            except KeyError:
+                raise StepError(f"{action}: unknown writer {action.writer!r}") from None
         if action not in self.writer_actions(state, w):
             raise StepError(f"{action} is not enabled: writer {w.name} is {w.phase}")
         if not self.memoise:
@@ -480,7 +487,7 @@ class Model:
         key, alive = self._step_key(state, w, action)
         got = self._steps.get(key)
         if got is not None and got[0] == alive:
-            return self._replay(state, *got[1:])
+            return self._replay(state, got[1], got[2], got[3], got[4], got[5])
         result = self._apply(state, w, action)
         added, deleted = result.store.changes_since(state.store)
         w2 = result.writer(w.name)
@@ -497,7 +504,10 @@ class Model:
                 result = self._replay(state, w2, catalog, added, deleted)
         if len(self._steps) >= STEP_MEMO_SIZE:
             self._steps.clear()
-        self._steps[key] = (alive, w2, catalog, added, deleted)
+        # the added paths as one tuple the entry keeps: every store a replay of it derives
+        # records that tuple (ObjectStore.put_all), so a checker digests the added objects
+        # once per entry, not once per store (Fingerprinter._added_sum)
+        self._steps[key] = (alive, w2, catalog, added, deleted, tuple(added))
         return result
 
     def _intern(self, store: ObjectStore, w2: WriterState, catalog: cat.CatalogState | None,
@@ -545,12 +555,13 @@ class Model:
         return w2, catalog, added, changed
 
     def _replay(self, state: State, w2: WriterState, catalog: cat.CatalogState | None,
-                added: dict, deleted: frozenset) -> State:
+                added: dict, deleted: frozenset, paths: tuple | None = None) -> State:
         """A step memo entry applied to ``state``: the writer it left, the catalog entry (None:
-        unchanged), the objects it added and the paths it deleted."""
+        unchanged), the objects it added (``paths``: their keys, the tuple the entry keeps)
+        and the paths it deleted."""
         store = state.store
         if added:
-            store = store.put_all(added)
+            store = store.put_all(added, paths)
         if deleted:
             store = store.delete_all(deleted)
         return self._put_writer(state, w2, store, catalog)
@@ -585,7 +596,7 @@ class Model:
             metas += (written(catalog.pointer),)
             head += (catalog.pointer, catalog.version)
         f = self._content_key
-        if f is None:
+        if f is None or self.interning:
             return head + tuple(map(id, metas)) + (id(w),), metas + (w,)
         token, reach = self._content_token, []
         for m in metas:
