@@ -31,11 +31,13 @@ cdef class Expander:
 
     @cython.locals(fp=Fingerprinter, best=bytes, h=bytes, p=Perm)
     cpdef tuple fingerprints(self, object state)
-    @cython.locals(model=Model, actions=list, out=list, fpr=Fingerprinter, label=str)
+    @cython.locals(model=Model, parts=list, out=list, fpr=Fingerprinter, label=str, ids=list,
+                   tally=dict, enabled=Py_ssize_t, explored=Py_ssize_t, i=Py_ssize_t, part=tuple,
+                   por=bint)
     cpdef list successors(self, object s, object pruned, object depth, object stats, object order=*, object orders=*)
-    @cython.locals(model=Model, parts=list, key=tuple)
-    cpdef frozenset _pruned(self, object a, object s2, dict ranks, frozenset asleep)
-    @cython.locals(i=Py_ssize_t, key=tuple, got=tuple)
-    cpdef _coverage(self, dict tally, object s, object s2, object a)
+    @cython.locals(model=Model, key=tuple)
+    cpdef frozenset _pruned(self, object a, object s2, dict ranks, frozenset asleep, list ids, Py_ssize_t i)
+    @cython.locals(key=tuple, got=tuple)
+    cpdef _coverage(self, dict tally, object s, object s2, object a, Py_ssize_t i=*)
     @cython.locals(key=tuple, got=tuple)
     cpdef tuple judge(self, object s)

@@ -372,14 +372,9 @@ class Expander:
         reduction: are two edges into one orbit edges into the same state?), and costs no
         hash of the state as it is when the identity is not a candidate (issue 13)."""
         fp = self.fp
+        best, who = fp.least(s)
         if not fp.symmetric:
-            h = fp.under(s, fp.perms[0])
-            return h, h
-        best = who = None
-        for p in fp.candidates(s):
-            h = fp.under(s, p)
-            if best is None or h < best:
-                best, who = h, p.index
+            return best, best
         return best, best + who.to_bytes(2, "little")
 
     def advance(self, keep: list[bytes]) -> None:
@@ -468,59 +463,71 @@ class Expander:
         ``orders``: where to keep each new fingerprint's first successor's order type, which
         the fingerprint just computed (``expand`` keeps that successor as the state)."""
         model = self.model
-        actions = model.actions(s)
-        if not actions:
+        parts = model.action_parts(s)      # each writer's enabled actions, in slot order
+        if not any(parts):
             stats.finals += 1
             stats.outcomes.add(self.outcome(s))
             return []
         if self.cut(s, depth):
             stats.cut += 1
             return []
-        stats.enabled += len(actions)
         out = []
         fpr = self.fp
-        if self.por:
+        por = self.por
+        if por:
             ranks = fpr.writer_ranks(s, order)
             pruned = pruned or _NONE
             if not fpr.symmetric:      # no order type to keep (``candidates``)
                 orders = None
+            # the ids of the writers' enabled actions: a successor's are the same but for
+            # its stepping writer's (``_pruned``'s memo key)
+            ids = list(map(id, parts))
         else:
             orders = None
-        for a in actions:
-            label = str(a)
-            if pruned and label in pruned:
-                continue
-            s2 = model.step(s, a)
-            stats.explored += 1
-            self._coverage(stats.tally, s, s2, a)
-            fp2, conc2 = self.fingerprints(s2)
-            if orders is not None and fp2 not in orders:
-                orders[fp2] = fpr.last_order
-            p2 = self._pruned(a, s2, ranks, pruned) if self.por else _NONE
-            out.append((fp2, label, conc2, p2, s2))
+        step, coverage, fingerprints = model.step, self._coverage, self.fingerprints
+        tally = stats.tally
+        enabled = explored = 0
+        for i, part in enumerate(parts):
+            enabled += len(part)
+            for a in part:
+                label = str(a)
+                if pruned and label in pruned:
+                    continue
+                s2 = step(s, a)
+                explored += 1
+                coverage(tally, s, s2, a, i)
+                fp2, conc2 = fingerprints(s2)
+                if orders is not None and fp2 not in orders:
+                    orders[fp2] = fpr.last_order
+                p2 = self._pruned(a, s2, ranks, pruned, ids, i) if por else _NONE
+                out.append((fp2, label, conc2, p2, s2))
+        stats.enabled += enabled
+        stats.explored += explored
         return out
 
-    def _pruned(self, a: Action, s2: State, ranks: dict, asleep: frozenset) -> frozenset:
-        """The sleep set of ``s2`` along the edge ``a`` from a state whose writers rank
-        ``ranks`` and whose sleep set is ``asleep`` (``por.sleep_after``), memoised by the
-        identity of ``a``, of the ranks (one dict per order type) and of each writer's
-        enabled actions (tuples the model memoises and keeps for its lifetime:
-        ``Model.writer_actions``), whose concatenation is ``model.actions(s2)``, and by
-        ``asleep`` (each of its actions is still enabled in ``s2``: it is independent of
-        ``a``, so of another writer, whose enabled actions ``a`` does not change)."""
+    def _pruned(self, a: Action, s2: State, ranks: dict, asleep: frozenset, ids: list,
+                i: int) -> frozenset:
+        """The sleep set of ``s2`` along the edge ``a`` of the writer at position ``i`` from a
+        state whose writers rank ``ranks``, whose sleep set is ``asleep`` and whose writers'
+        enabled actions have the ids ``ids`` (``por.sleep_after``), memoised by the identity
+        of ``a``, of the ranks (one dict per order type) and of each writer's enabled actions
+        in ``s2`` (tuples the model memoises and keeps for its lifetime:
+        ``Model.writer_actions``; only the stepping writer's can differ from ``ids``), whose
+        concatenation is ``model.actions(s2)``, and by ``asleep`` (each of its actions is
+        still enabled in ``s2``: it is independent of ``a``, so of another writer, whose
+        enabled actions ``a`` does not change)."""
         model = self.model
-        actions, tag = model.writer_actions, model._actions_tag
-        parts = []
-        for w in s2.writers:
-            # Model.writer_actions's cache, read inline (a state's writers were stepped by it)
-            got = w.__dict__.get("_icecheck_acts")
-            parts.append(got[1] if got is not None and got[0] is tag else actions(s2, w))
-        key = (id(a), id(ranks), *map(id, parts), asleep)
+        w = s2.writers[i]
+        # Model.writer_actions's cache, read inline (a state's writers were stepped by it)
+        got = w.__dict__.get("_icecheck_acts")
+        mine = got[1] if got is not None and got[0] is model._actions_tag \
+            else model.writer_actions(s2, w)
+        key = (id(a), id(ranks), *ids[:i], id(mine), *ids[i + 1:], asleep)
         got = self._pruned_memo.get(key)
         if got is None:
             if len(self._pruned_memo) >= TRANSITION_MEMO:
                 self._pruned_memo.clear()
-            enabled = [x for t in parts for x in t]
+            enabled = model.actions(s2)
             by_label = {str(x): x for x in enabled}
             got = self._pruned_memo[key] = sleep_after(a, enabled, ranks, asleep, by_label.get)
         return got
@@ -529,12 +536,14 @@ class Expander:
         """An empty ``LevelStats`` that tallies this expander's coverage label sets."""
         return LevelStats(label_sets=self._label_sets)
 
-    def _coverage(self, tally: dict, s: State, s2: State, a: Action) -> None:
+    def _coverage(self, tally: dict, s: State, s2: State, a: Action, i: int = -1) -> None:
         """Tally the transition's coverage labels (``LevelStats.tally``): a function of the
         action's kind and the stepping writer before and after, memoised by their identity
         (the step memo shares writer objects; the entry keeps them alive, so their ids are
-        not reused); each distinct set of labels is registered once, by an index."""
-        i = self._position[a.writer]         # a state keeps its writers in slot order
+        not reused); each distinct set of labels is registered once, by an index. ``i``: the
+        stepping writer's position, when the caller knows it."""
+        if i < 0:
+            i = self._position[a.writer]         # a state keeps its writers in slot order
         w1, w2 = s.writers[i], s2.writers[i]
         key = (id(w1), id(w2), a.kind)
         got = self._labels.get(key)
