@@ -2,6 +2,8 @@
 
 import pickle
 
+import pytest
+
 from benchmarks import twophase
 from benchmarks.run import compute_targets, render_md
 
@@ -62,6 +64,23 @@ def test_report_renders_every_section_from_a_document():
     assert "(reduced and unreduced)" in md
     assert "| 2 | 1 | 10 | **cut** |" in md and md.count(" - | - | - |") == 1
     assert "| 58 | 3 | 5.80 |" in md and "| 10 (**cut**) | 2 | >= 1.00 |" in md
+
+
+def test_object_store_put_all_records_the_callers_paths_and_refuses_rewrites():
+    """``put_all(objects, paths)`` of only new paths records the caller's very tuple as what the
+    store added (a step memo entry's, shared by every replay of it); a path already there
+    with other content is refused on either path, and one with the same content is not
+    recorded as added."""
+    from icecheck.models.store import ObjectStore
+    base = ObjectStore({"a": 1})
+    paths = ("b", "c")
+    s = base.put_all({"b": 2, "c": 3}, paths)
+    assert s._added is paths and dict(s) == {"a": 1, "b": 2, "c": 3}
+    assert base.put_all({"b": 2})._added == ("b",)
+    again = s.put_all({"a": 1, "d": 4}, ("a", "d"))
+    assert again._added == ("d",) and dict(again) == {"a": 1, "b": 2, "c": 3, "d": 4}
+    with pytest.raises(AssertionError, match="rewritten"):
+        s.put_all({"a": 9, "e": 5}, ("a", "e"))
 
 
 def test_object_store_derivation_is_bookkeeping_only():

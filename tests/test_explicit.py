@@ -383,17 +383,23 @@ def test_states_of_one_judge_key_have_one_verdict(config):
         assert any(len(r) > 1 for r in records.values())
 
 
-def test_chained_store_digests_equal_full_ones():
+@pytest.mark.parametrize("checker", [False, True], ids=["model", "checker-memo"])
+def test_chained_store_digests_equal_full_ones(checker):
     """``Fingerprinter.store_digest`` sums a store's digest along the chain of the stores it
-    was derived from (kept after those are collected): on every state of a search with
-    expiry, crashes and faults, under every permutation, it equals the sum over every object
-    and deleted path."""
+    was derived from (kept after those are collected), and the digests of the objects a step
+    memo entry adds once for every store that replays it (``_added_sum``): on every state of
+    a search with expiry, crashes and faults, under every permutation, it equals the sum over
+    every object and deleted path; with the step memo as the model keeps it and as the
+    checker configures it (content keys, interning)."""
     import gc
     cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 1, ("insert", "merge", "expire"),
                                   1, faults=True, crashes=True), 1)
     model = model_for(cfg)
     fp = Fingerprinter(cfg)
+    if checker:
+        model.content_key, model.interning = fp.content, True
     frontier, seen, checked, deleted = [model.initial()], set(), 0, 0
+    shared: dict = {}       # id of a store's tuple of added paths -> (the tuple, stores)
     while frontier and checked < 600:
         nxt = []
         for s in frontier:
@@ -406,6 +412,9 @@ def test_chained_store_digests_equal_full_ones():
                 assert fp.store_digest(s.store, p) == full
             checked += 1
             deleted += bool(s.store.deleted)
+            if s.store._added:
+                got = shared.setdefault(id(s.store._added), [s.store._added, set()])
+                got[1].add(id(s.store))
             h = fp.fingerprint(s)
             if h not in seen:
                 seen.add(h)
@@ -413,3 +422,5 @@ def test_chained_store_digests_equal_full_ones():
         frontier = nxt
         gc.collect()    # the previous level's stores go: their chain must still serve
     assert checked >= 600 and deleted
+    # replays of one memo entry made stores that share its tuple of added paths
+    assert any(len(stores) > 1 for _, stores in shared.values())
