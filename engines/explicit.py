@@ -372,9 +372,14 @@ class Expander:
         reduction: are two edges into one orbit edges into the same state?), and costs no
         hash of the state as it is when the identity is not a candidate (issue 13)."""
         fp = self.fp
-        best, who = fp.least(s)
         if not fp.symmetric:
-            return best, best
+            h = fp.under(s, fp.perms[0])
+            return h, h
+        best = who = None
+        for p in fp.candidates(s):
+            h = fp.under(s, p)
+            if best is None or h < best:
+                best, who = h, p.index
         return best, best + who.to_bytes(2, "little")
 
     def advance(self, keep: list[bytes]) -> None:

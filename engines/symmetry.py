@@ -428,55 +428,17 @@ class Fingerprinter:
     # -- states -----------------------------------------------------------------------------
     def under(self, state: State, p: Perm) -> bytes:
         """H(lift(p)(state))."""
-        return self._hash(state, p, self._writer_caches(state.writers))
-
-    def least(self, state: State) -> tuple[bytes, int]:
-        """(canonical fingerprint, the index of the first candidate permutation reaching it):
-        ``fingerprint`` with its candidate, reading each writer's digest cache once for the
-        signatures and the hashes (the search's path: a call per transition); keeps the order
-        type in ``last_order``, as ``candidates`` does."""
-        ws = state.writers
-        caches = self._writer_caches(ws)
-        if not self.symmetric:
-            return self._hash(state, self._identity, caches), 0
-        kb = self.blind.index
-        sigs_t = []
-        for i, cache in enumerate(caches):
-            d = cache[kb]
-            sigs_t.append(d if d is not None else self.obj_digest(ws[i], self.blind))
-        key = self.last_order = self._pattern(sigs_t)
-        cands = self._candidates.get(key)
-        if cands is None:
-            cands = self._candidates[key] = self._candidates_of(state)
-        best, who = None, 0
-        for p in cands:
-            h = self._hash(state, p, caches)
-            if best is None or h < best:
-                best, who = h, p.index
-        return best, who
-
-    def _writer_caches(self, ws: tuple) -> list:
-        """Each writer's per-permutation digest cache (``obj_digest``'s), made where missing."""
-        n = self.nperms
-        out = []
-        for w in ws:
-            cache = w.__dict__.get(_CACHE_ATTR)
-            if cache is None or len(cache) != n:
-                self.obj_digest(w, self._identity)       # makes it (shared with twins)
-                cache = w.__dict__[_CACHE_ATTR]
-            out.append(cache)
-        return out
-
-    def _hash(self, state: State, p: Perm, caches: list) -> bytes:
-        """H(lift(p)(state)), the writers' digests read from ``caches`` (``_writer_caches``)."""
         # the same bytes as _enc of the catalog entry (a dataclass: b"D" + its digest)
         out = [b"State(D", self.obj_digest(state.catalog, p),
                b"S" + self.store_digest(state.store, p).to_bytes(16, "little"), b"("]
         ws = state.writers
-        k = p.index
+        k, n = p.index, self.nperms
         for i in p.order(len(ws)):
-            d = caches[i][k]
-            out.append(b"D" + (d if d is not None else self.obj_digest(ws[i], p)))
+            w = ws[i]
+            # obj_digest's cache, read inline (a writer is usually hashed before: its twin)
+            cache = w.__dict__.get(_CACHE_ATTR)
+            d = cache[k] if cache is not None and len(cache) == n else None
+            out.append(b"D" + (d if d is not None else self.obj_digest(w, p)))
         out.append(b"))")
         return hashlib.blake2b(b"".join(out), digest_size=16).digest()   # _h, inline
 
@@ -503,7 +465,8 @@ class Fingerprinter:
 
     def _order_type(self, state: State) -> tuple:
         """The order of the writers' signatures (``blind``) within each class of more than
-        one writer, ties included (``_pattern``). Invariant under the group, like the
+        one writer, ties included: one entry per such class, the comparisons of its pairs
+        (its dense ranks beyond three writers). Invariant under the group, like the
         signatures."""
         blind, k, n = self.blind, self.blind.index, self.nperms
         sigs_t = []
@@ -512,12 +475,8 @@ class Fingerprinter:
             cache = w.__dict__.get(_CACHE_ATTR)
             d = cache[k] if cache is not None and len(cache) == n else None
             sigs_t.append(d if d is not None else self.obj_digest(w, blind))
-        return self._pattern(sigs_t)
-
-    def _pattern(self, sigs_t: list) -> tuple:
-        """The order type of the signatures ``sigs_t`` (in slot order: a state keeps its
-        writers so, ``Perm.order``): one entry per class of more than one writer, the
-        comparisons of its pairs (its dense ranks beyond three writers)."""
+        # the signatures in slot order (a state keeps its writers so: ``Perm.order``); a
+        # class's order type (its dense ranks) is read off the comparisons of its pairs
         pattern = []
         for c in self._tied_classes:
             if len(c) == 3:

@@ -28,7 +28,7 @@ cdef class Model:
     @cython.locals(store=object, metas=tuple, head=tuple, reach=list)
     cpdef tuple _step_key(self, object state, object w, object action)
     cpdef object _replay(self, object state, object w2, object catalog, dict added, frozenset deleted, object paths=*)
-    @cython.locals(ws=tuple, i=Py_ssize_t, d=dict)
+    @cython.locals(ws=tuple, i=Py_ssize_t)
     cpdef object _put_writer(self, object state, object w, object store=*, object catalog=*)
     @cython.locals(got=tuple)
     cpdef tuple writer_actions(self, object state, object w)

@@ -669,14 +669,8 @@ class Model:
         # a state keeps its writers in slot order (``initial``): the writer's slot is its place
         ws = state.writers
         i = w.slot - 1
-        # State's fields stored directly: a frozen dataclass's __init__ makes one
-        # object.__setattr__ call per field, and a search builds a State per transition
-        new = object.__new__(State)
-        d = new.__dict__
-        d["catalog"] = catalog or state.catalog
-        d["store"] = store if store is not None else state.store
-        d["writers"] = ws[:i] + (w,) + ws[i + 1:]
-        return new
+        writers = ws[:i] + (w,) + ws[i + 1:]
+        return State(catalog or state.catalog, store if store is not None else state.store, writers)
 
     def _finish(self, state: State, w: WriterState, outcome: str, message: str | None,
                 check: str | None = None, *, snapshot_id=None, seq=None, applied=False,
