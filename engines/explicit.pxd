@@ -35,7 +35,7 @@ cdef class Expander:
                    tally=dict, enabled=Py_ssize_t, explored=Py_ssize_t, i=Py_ssize_t, part=tuple,
                    por=bint)
     cpdef list successors(self, object s, object pruned, object depth, object stats, object order=*, object orders=*)
-    @cython.locals(model=Model, key=tuple)
+    @cython.locals(model=Model, key=tuple, wd=dict)
     cpdef frozenset _pruned(self, object a, object s2, dict ranks, frozenset asleep, list ids, Py_ssize_t i)
     @cython.locals(key=tuple, got=tuple)
     cpdef _coverage(self, dict tally, object s, object s2, object a, Py_ssize_t i=*)

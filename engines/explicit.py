@@ -189,12 +189,15 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     # ObjectStore.__getitem__, inline (it raises KeyError for a deleted path)
     meta = store._objects[pointer] if pointer not in store._deleted else store[pointer]
     # the caches of _meta_key and _writer_key, read inline (a key is made for every state)
-    got = meta.__dict__.get("_icecheck_jm")
+    # (each instance dict in a local: the compiled build reads it as a dict)
+    md = meta.__dict__
+    got = md.get("_icecheck_jm")
     meta_digest, off = got if got is not None else _meta_key(meta, fp)
     writers = []
     listed = meta._by_id         # the metadata's snapshots by id (TableMetadata.snapshot)
     for w in s.writers:
-        got = w.__dict__.get("_icecheck_jk")
+        wd = w.__dict__
+        got = wd.get("_icecheck_jk")
         if got is None or got[2] is not _PART_TOKEN:
             got = _writer_key(w, fp)
         writers.append(got[0])
@@ -524,7 +527,8 @@ class Expander:
         model = self.model
         w = s2.writers[i]
         # Model.writer_actions's cache, read inline (a state's writers were stepped by it)
-        got = w.__dict__.get("_icecheck_acts")
+        wd = w.__dict__
+        got = wd.get("_icecheck_acts")
         mine = got[1] if got is not None and got[0] is model._actions_tag \
             else model.writer_actions(s2, w)
         key = (id(a), id(ranks), *ids[:i], id(mine), *ids[i + 1:], asleep)

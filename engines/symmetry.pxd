@@ -37,7 +37,7 @@ cdef class Fingerprinter:
     cdef public tuple last_order
     cdef public list _tied_classes
 
-    @cython.locals(t=type, b=bytes, cache=list, got=object, parts=list, sub=list)
+    @cython.locals(t=type, b=bytes, cache=list, got=object, parts=list, sub=list, vd=dict)
     cpdef _enc(self, object v, Perm p, list out)
     @cython.locals(d=dict, cache=list)
     cpdef bytes obj_digest(self, object obj, Perm p)
@@ -52,8 +52,8 @@ cdef class Fingerprinter:
     cpdef object _added_sum(self, tuple added, dict objs, Perm p)
     @cython.locals(d=dict, items=tuple, got=bytes, kb=list)
     cpdef bytes _item(self, str key, object obj, Perm p)
-    @cython.locals(out=list, ws=tuple, k=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, cache=list, d=object)
+    @cython.locals(out=list, ws=tuple, k=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, cache=list, d=object, wd=dict)
     cpdef bytes under(self, object state, Perm p)
     cpdef list candidates(self, object state)
-    @cython.locals(k=Py_ssize_t, n=Py_ssize_t, sigs_t=list, pattern=list, cache=list, c=list)
+    @cython.locals(k=Py_ssize_t, n=Py_ssize_t, sigs_t=list, pattern=list, cache=list, c=list, wd=dict)
     cpdef tuple _order_type(self, object state)

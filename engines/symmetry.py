@@ -220,7 +220,8 @@ class Fingerprinter:
         elif t in _FIELDS:
             # a dataclass met before (``_encode`` registers each type it encodes): the
             # commonest field value after strings, ints and tuples; obj_digest's cache, inline
-            cache = v.__dict__.get(_CACHE_ATTR)
+            vd = v.__dict__
+            cache = vd.get(_CACHE_ATTR)
             got = cache[p.index] if cache is not None and len(cache) == self.nperms else None
             out.append(b"D" + (got if got is not None else self.obj_digest(v, p)))
         elif t is bool:
@@ -322,7 +323,8 @@ class Fingerprinter:
             elif vt is bool:
                 out.append(b"T" if v else b"F")
             elif vt in _FIELDS:
-                cache = v.__dict__.get(_CACHE_ATTR)
+                vd = v.__dict__
+                cache = vd.get(_CACHE_ATTR)
                 got = cache[k] if cache is not None and len(cache) == nperms else None
                 out.append(b"D" + (got if got is not None else self.obj_digest(v, p)))
             else:
@@ -435,8 +437,10 @@ class Fingerprinter:
         k, n = p.index, self.nperms
         for i in p.order(len(ws)):
             w = ws[i]
-            # obj_digest's cache, read inline (a writer is usually hashed before: its twin)
-            cache = w.__dict__.get(_CACHE_ATTR)
+            # obj_digest's cache, read inline (a writer is usually hashed before: its twin;
+            # the instance dict in a local: the compiled build reads it as a dict)
+            wd = w.__dict__
+            cache = wd.get(_CACHE_ATTR)
             d = cache[k] if cache is not None and len(cache) == n else None
             out.append(b"D" + (d if d is not None else self.obj_digest(w, p)))
         out.append(b"))")
@@ -472,7 +476,8 @@ class Fingerprinter:
         sigs_t = []
         for w in state.writers:
             # obj_digest's cache, read inline
-            cache = w.__dict__.get(_CACHE_ATTR)
+            wd = w.__dict__
+            cache = wd.get(_CACHE_ATTR)
             d = cache[k] if cache is not None and len(cache) == n else None
             sigs_t.append(d if d is not None else self.obj_digest(w, blind))
         # the signatures in slot order (a state keeps its writers so: ``Perm.order``); a

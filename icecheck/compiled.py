@@ -78,6 +78,17 @@ class CompiledError(Exception):
     """The compiled build cannot be made or used; the message says why and what to do."""
 
 
+def _failure(log: str) -> str:
+    """What a failed build's log says went wrong: Cython's own report of the first file it
+    could not compile (its source excerpt and ``file:line:col: message`` lines), not the
+    traceback of the worker pool that ends the log; the log's last lines when it has none."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Error compiling Cython file"):
+            return "\n".join(lines[i:i + 25])
+    return "\n".join(lines[-25:])
+
+
 def python_tag() -> str:
     """What an extension module is built for: the interpreter and the platform."""
     return f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}"
@@ -192,8 +203,8 @@ def build(base: str | os.PathLike | None = None, jobs: int | None = None,
             done = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(spec)],
                                   cwd=work, stdout=out, stderr=subprocess.STDOUT)
         if done.returncode != 0:
-            tail = (work / "build.log").read_text(errors="replace").splitlines()[-25:]
-            raise CompiledError("the compilation failed:\n" + "\n".join(tail))
+            raise CompiledError("the compilation failed:\n" + _failure(
+                (work / "build.log").read_text(errors="replace")))
         built = work / "built"
         files = {}
         for name in HOT_MODULES:

@@ -311,6 +311,22 @@ class State:
         return self.store[path]
 
 
+_object_new, _object_setattr = object.__new__, object.__setattr__
+
+
+def _new_state(catalog: cat.CatalogState, store: ObjectStore,
+               writers: tuple[WriterState, ...]) -> State:
+    """``State(catalog, store, writers)``, stored as its frozen dataclass ``__init__`` stores
+    the fields (``object.__setattr__``) but without calling it: that ``__init__`` is generated
+    Python, interpreted even in the compiled build, and a search builds a state per
+    transition (``Model._put_writer``)."""
+    s = _object_new(State)
+    _object_setattr(s, "catalog", catalog)
+    _object_setattr(s, "store", store)
+    _object_setattr(s, "writers", writers)
+    return s
+
+
 def _shared_path(w: "WriterState") -> str | None:
     """The path of the file writer ``w``'s ADD_FILES command writes, shared with every other
     writer that adds it (commands_spec.EXTERNAL_PREFIX), or None: every other file a writer
@@ -436,8 +452,10 @@ class Model:
         tag = self._actions_tag
         out = []
         for w in state.writers:
-            # writer_actions's cache, read inline
-            got = w.__dict__.get("_icecheck_acts")
+            # writer_actions's cache, read inline (the instance dict in a local: the
+            # compiled build reads it as a dict)
+            wd = w.__dict__
+            got = wd.get("_icecheck_acts")
             out.append(got[1] if got is not None and got[0] is tag
                        else self.writer_actions(state, w))
         return out
@@ -446,7 +464,8 @@ class Model:
         """The writer's enabled actions: a function of its name, phase, operation number and
         whether it commits in several commits (memoised on those, and kept on the writer
         object for this model: a search asks twice per state)."""
-        got = w.__dict__.get("_icecheck_acts")
+        wd = w.__dict__
+        got = wd.get("_icecheck_acts")
         if got is not None and got[0] is self._actions_tag:
             return got[1]
         key = (w.name, w.phase, w.op_index, w.whole is None)
@@ -669,8 +688,8 @@ class Model:
         # a state keeps its writers in slot order (``initial``): the writer's slot is its place
         ws = state.writers
         i = w.slot - 1
-        writers = ws[:i] + (w,) + ws[i + 1:]
-        return State(catalog or state.catalog, store if store is not None else state.store, writers)
+        return _new_state(catalog or state.catalog, store if store is not None else state.store,
+                          ws[:i] + (w,) + ws[i + 1:])
 
     def _finish(self, state: State, w: WriterState, outcome: str, message: str | None,
                 check: str | None = None, *, snapshot_id=None, seq=None, applied=False,
