@@ -83,6 +83,21 @@ def test_object_store_put_all_records_the_callers_paths_and_refuses_rewrites():
         s.put_all({"a": 9, "e": 5}, ("a", "e"))
 
 
+def test_instructions_configurations_include_the_canonical_one_on_a_profile():
+    """``benchmarks.instructions --config canonical:PROFILE``: the canonical configuration on
+    that profile, bounded by ``--max-states``; a profile that is not canonical is refused
+    naming the choices (the measurement itself needs valgrind and is not run here)."""
+    from benchmarks.instructions import _entry
+    e = _entry("canonical:spark-3.5-mor-snapshot", 123)
+    assert (e["profile"], e["max_states"], e["writers"], e["ops"]) == \
+        ("spark-3.5-mor-snapshot", 123, 3, 2)
+    assert "profiles" not in e and _entry("cow-lww-3w1op-insert")["writers"] == 3
+    with pytest.raises(SystemExit, match="not a canonical profile.*spark-3.5-cow-snapshot"):
+        _entry("canonical:spark-3.5-nope")
+    with pytest.raises(SystemExit, match="no configuration 'nope'"):
+        _entry("nope")
+
+
 def test_object_store_derivation_is_bookkeeping_only():
     """A derived store remembers its base weakly (for incremental fingerprints); equality,
     pickling and the fingerprint ignore it."""
