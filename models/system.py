@@ -616,12 +616,15 @@ class Model:
         times for 35,464 steps, against 11,396 with identity keys): the writer
         by its own content (it is a value), each metadata file by what it reaches
         (``_reach_key``), never by its own content alone, which does not fix its manifests.
-        With ``interning`` as well (the checker sets both) the keys are by identity again,
-        without losing a hit: every writer and metadata object a memoised step hands out is the
-        one interned object of its content (of its reach, for metadata), so identity keys
-        find the same entries as content keys (the same handler runs on every benchmark
-        configuration) without a content lookup per object per step (issue 13, tenth round:
-        1.3% fewer instructions on the canonical configuration's first levels)."""
+        With ``interning`` as well (the checker sets both) the keys are by identity again:
+        every writer and metadata object a memoised step hands out is the one interned object
+        of its content (of its reach, for metadata), so identity keys find the same entries as
+        content keys (the same handler runs on every benchmark configuration) without a
+        content lookup per object per step (issue 13, tenth round: 1.3% fewer instructions on
+        the canonical configuration's first levels). Only once the interning table is emptied
+        (``STEP_MEMO_SIZE`` entries, which no benchmark configuration reaches) can an object
+        equal to an older one miss an entry, and then the handlers run: slower, never wrong
+        (``alive`` keeps every keyed object, so no id is reused while its entry stands)."""
         store = state.store
         written = store._objects.get      # ObjectStore.written, inline
         metas = (written(w.base_path), written(w.refreshed_path), written(w.pending_path))
