@@ -350,7 +350,7 @@ class Expander:
         self._labels: dict = {}   # _coverage's memo
         self._label_sets: list[tuple] = []        # each distinct set of coverage labels
         self._label_ids: dict[tuple, int] = {}    # ... and its index there
-        self._position = {p.name: i for i, p in enumerate(self.model.config.writers)}
+        self._position = self.model._positions   # writer name -> its place (Model.step's)
         self._pruned_memo: dict = {}   # _pruned's memo
         # the symmetry order types of this level's states and of the next level's, by
         # fingerprint, when ``successors`` saw them computed (``Fingerprinter.last_order``)
