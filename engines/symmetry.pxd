@@ -36,6 +36,7 @@ cdef class Fingerprinter:
     cdef public dict _ranks
     cdef public tuple last_order
     cdef public list _tied_classes
+    cdef public tuple token
 
     @cython.locals(t=type, b=bytes, cache=list, got=object, parts=list, sub=list, vd=dict)
     cpdef _enc(self, object v, Perm p, list out)

@@ -43,7 +43,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from icecheck.models.store import ObjectStore
-from icecheck.models.system import State, WriterState
+from icecheck.models.system import State, WriterState, new_token
 
 _WTOKEN = re.compile(r"\bw(\d+)\b")
 _NTOKEN = re.compile(r"\b(\d+)(\d{3})\b")
@@ -178,6 +178,9 @@ class Fingerprinter:
         self.nperms = len(self.perms) + 1
         self._identity = self.perms[0]
         self._by_map = {tuple(sorted(p.map.items())): p for p in self.perms}
+        #: tags what callers cache on model objects per permutation of this group
+        #: (``explicit._canonical_judge_key``)
+        self.token = new_token()
         self._twins: dict[bytes, list] = {}   # identity digest -> the shared per-perm cache
         self._added_sums: dict[int, tuple] = {}   # see _added_sum
         self._candidates: dict[tuple, list] = {}   # signatures' ranks per class -> candidates
@@ -406,6 +409,16 @@ class Fingerprinter:
         got[1][p.index] = total
         return total
 
+    def str_code(self, s: str, p: Perm) -> bytes:
+        """The encoding of the string ``s`` under ``p`` (``_enc``'s, cached on ``p``): a
+        name of ``lift(p)(s)``."""
+        b = p.strings.get(s)
+        if b is None:
+            out: list = []
+            self._enc(s, p, out)
+            b = out[0]
+        return b
+
     def _gone(self, key: str, p: Perm) -> int:
         kb: list = [b"deleted:"]
         self._enc(key, p, kb)
@@ -480,6 +493,11 @@ class Fingerprinter:
             cache = wd.get(_CACHE_ATTR)
             d = cache[k] if cache is not None and len(cache) == n else None
             sigs_t.append(d if d is not None else self.obj_digest(w, blind))
+        return self.order_type_of(sigs_t)
+
+    def order_type_of(self, sigs_t: list) -> tuple:
+        """The order type of signatures given in slot order (``_order_type``'s, of any
+        signatures invariant under the group: the judge key's are writers' judged parts)."""
         # the signatures in slot order (a state keeps its writers so: ``Perm.order``); a
         # class's order type (its dense ranks) is read off the comparisons of its pairs
         pattern = []
@@ -522,13 +540,31 @@ class Fingerprinter:
                 out[slot_of[i].name] = (ci, dense.index(sigs[i]))
         return out
 
+    def candidates_of_signatures(self, sigs_t: list) -> list[Perm]:
+        """``candidates`` for writers whose signatures, in slot order, are ``sigs_t`` (any
+        signatures invariant under the group, as ``blind``'s are): the permutations that put
+        each class's writers in the order of those signatures, ties in every order. A
+        function of their order type, so it shares ``candidates``'s memo."""
+        if not self.symmetric:
+            return [self._identity]
+        key = self.order_type_of(sigs_t)
+        got = self._candidates.get(key)
+        if got is None:
+            got = self._candidates[key] = self._candidates_for(
+                {i: sig for i, sig in enumerate(sigs_t, 1)})
+        return got
+
     def _candidates_of(self, state: State) -> list[Perm]:
-        slot_of = {w.slot: w for w in state.writers}
+        return self._candidates_for({w.slot: self.obj_digest(w, self.blind)
+                                     for w in state.writers})
+
+    def _candidates_for(self, sig_of: dict) -> list[Perm]:
+        # sig_of: slot -> signature
         per_class = []
         for c in self.classes:
             if len(c) == 1:
                 continue
-            keyed = sorted((self.obj_digest(slot_of[i], self.blind), i) for i in c)
+            keyed = sorted((sig_of[i], i) for i in c)
             if all(keyed[k][0] != keyed[k - 1][0] for k in range(1, len(keyed))):
                 # no tie (the common case): one choice, the k-th signature to the k-th slot
                 per_class.append([[{i: c[k] for k, (_, i) in enumerate(keyed)}]])

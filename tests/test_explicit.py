@@ -14,7 +14,7 @@ import pytest
 from _search_util import MIXES, walk
 
 from icecheck.engines.config import mix_config
-from icecheck.engines.explicit import Bounds, search, with_retries
+from icecheck.engines.explicit import Bounds, Expander, search, with_retries
 from icecheck.engines.por import independent
 from icecheck.engines.symmetry import Fingerprinter, Perm, group, symmetry_classes
 from icecheck.models.system import digest
@@ -381,6 +381,47 @@ def test_states_of_one_judge_key_have_one_verdict(config):
     if any(not r.applied and r.outcome != COMMITTED
            for s in states for w in s.writers for r in w.history):
         assert any(len(r) > 1 for r in records.values())
+
+
+@pytest.mark.parametrize("config", MIXES, ids=lambda c: f"{c[0]}-{'-'.join(c[3])}")
+def test_histories_equal_up_to_writer_names_share_one_verdict(config):
+    """The verdict memo's second key (``_canonical_judge_key``): on every state of these
+    searches walked *without* symmetry reduction (so a state and its images under a renaming
+    of interchangeable writers are all there), each judged afresh, states of one canonical key
+    have one verdict, and some of those keys join states whose identity keys (``_judge_key``)
+    differ (a history and its image with the writers renamed)."""
+    from icecheck.engines.explicit import _canonical_judge_key, _judge_key
+    from icecheck.engines.symmetry import Fingerprinter
+    from icecheck.properties import analysis
+    *args, retries, flags = config
+    cfg = with_retries(mix_config(*args, **flags), retries)
+    plain = Expander(cfg, False, False, Bounds())
+    fp = Fingerprinter(cfg, True)
+    assert fp.symmetric
+    states = []
+    seen = set()
+    frontier = [plain.model.initial()]
+    while frontier and len(states) < 1200:
+        nxt = []
+        for s in frontier:
+            h = plain.fingerprints(s)[0]
+            if h in seen:
+                continue
+            seen.add(h)
+            states.append(s)
+            nxt.extend(plain.model.step(s, a) for a in plain.model.actions(s))
+        frontier = nxt
+    verdicts: dict = {}
+    identity: dict = {}
+    for s in states:
+        if _judge_key(s, fp)[-1] is not None:     # reads outside its metadata: no canonical key
+            continue
+        key = _canonical_judge_key(s, fp)
+        analysis._CACHE.clear()
+        verdicts.setdefault(key, set()).add(plain._judge(s))
+        identity.setdefault(key, set()).add(_judge_key(s, fp))
+    assert verdicts and all(len(v) == 1 for v in verdicts.values())
+    assert any(len(k) > 1 for k in identity.values())
 
 
 @pytest.mark.parametrize("checker", [False, True], ids=["model", "checker-memo"])
