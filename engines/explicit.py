@@ -189,15 +189,12 @@ def _judge_key(s: State, fp: Fingerprinter) -> tuple:
     # ObjectStore.__getitem__, inline (it raises KeyError for a deleted path)
     meta = store._objects[pointer] if pointer not in store._deleted else store[pointer]
     # the caches of _meta_key and _writer_key, read inline (a key is made for every state)
-    # (each instance dict in a local: the compiled build reads it as a dict)
-    md = meta.__dict__
-    got = md.get("_icecheck_jm")
+    got = meta.__dict__.get("_icecheck_jm")
     meta_digest, off = got if got is not None else _meta_key(meta, fp)
     writers = []
     listed = meta._by_id         # the metadata's snapshots by id (TableMetadata.snapshot)
     for w in s.writers:
-        wd = w.__dict__
-        got = wd.get("_icecheck_jk")
+        got = w.__dict__.get("_icecheck_jk")
         if got is None or got[2] is not _PART_TOKEN:
             got = _writer_key(w, fp)
         writers.append(got[0])
@@ -481,7 +478,8 @@ class Expander:
         if got is None:
             # a key not seen: its canonical form under writer symmetry (the history of a
             # state judged before, with interchangeable writers renamed, has its verdict),
-            # made only here, where it can save an evaluation (about 20 times its cost)
+            # made only here, where it can save an evaluation (made for every state it cost
+            # more than it saved: docs/exhaustive.md, eleventh round)
             canonical = (_canonical_judge_key(s, fp) if fp.symmetric and key[-1] is None
                          else None)
             if canonical is not None:

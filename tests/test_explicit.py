@@ -391,7 +391,6 @@ def test_histories_equal_up_to_writer_names_share_one_verdict(config):
     have one verdict, and some of those keys join states whose identity keys (``_judge_key``)
     differ (a history and its image with the writers renamed)."""
     from icecheck.engines.explicit import _canonical_judge_key, _judge_key
-    from icecheck.engines.symmetry import Fingerprinter
     from icecheck.properties import analysis
     *args, retries, flags = config
     cfg = with_retries(mix_config(*args, **flags), retries)
