@@ -394,8 +394,7 @@ class Expander:
         self.model: Model = model_for(cfg)
         self.fp = Fingerprinter(cfg, symmetry)
         self.classes = self.fp.classes
-        from icecheck.engines.symmetry import symmetry_classes
-        self.outcome_classes = symmetry_classes(cfg)
+        self.outcome_classes = self.fp.writer_classes
         self.states: dict[bytes, State] = {}
         self.next: dict[bytes, State] = {}
         self.verdicts: dict[tuple, tuple] = {}

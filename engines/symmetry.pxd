@@ -22,6 +22,7 @@ cdef class _StoreNode:
     cdef public list sums
 
 cdef class Fingerprinter:
+    cdef public list writer_classes
     cdef public list classes
     cdef public str note
     cdef public list perms

@@ -47,6 +47,12 @@ from icecheck.models.system import State, WriterState, new_token
 
 _WTOKEN = re.compile(r"\bw(\d+)\b")
 _NTOKEN = re.compile(r"\b(\d+)(\d{3})\b")
+#: a string the lift can change has a writer token or a run of 4 digits (``Perm._str``: one
+#: search instead of the two substitutions for a string that has neither)
+_ANYTOKEN = re.compile(r"\bw\d|\d{4}")
+#: the encodings of the ints below 100 (``_enc``'s ``b"i%d;" % v``, made once: the ints every
+#: permutation fixes, most of a state's ints)
+_ICODES = [b"i%d;" % i for i in range(100)]
 _MOD = 1 << 128
 _CACHE_ATTR = "_icecheck_fp"
 #: The largest symmetry group the canonicaliser enumerates (6! = 720 permutations per state).
@@ -56,8 +62,11 @@ ADDED_SUMS_SIZE = 100_000
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+_blake2b = hashlib.blake2b
+
+
 def _h(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return _blake2b(data, digest_size=16).digest()
 
 
 # -- the symmetry group -----------------------------------------------------------------------
@@ -122,7 +131,7 @@ class Perm:
         return self._str(name)
 
     def _str(self, s: str) -> str:
-        if self.identity:
+        if self.identity or _ANYTOKEN.search(s) is None:
             return s
         m = self.map
         s = _WTOKEN.sub(lambda t: f"w{m.get(int(t.group(1)), int(t.group(1)))}", s)
@@ -159,7 +168,10 @@ class Fingerprinter:
 
     def __init__(self, cfg, symmetry: bool = True):
         singletons = [[i] for i in range(1, len(cfg.writers) + 1)]
-        self.classes = symmetry_classes(cfg) if symmetry else singletons
+        #: the interchangeable writers (``symmetry_classes``), whether or not this
+        #: fingerprinter reduces by them (the checker normalizes outcomes by them either way)
+        self.writer_classes = symmetry_classes(cfg)
+        self.classes = self.writer_classes if symmetry else singletons
         self.note = ""
         size = math.prod(math.factorial(len(c)) for c in self.classes)
         if size > MAX_GROUP:
@@ -201,7 +213,7 @@ class Fingerprinter:
                 p.strings[v] = b
             out.append(b)
         elif t is int:
-            out.append(b"i%d;" % p.int_(v))
+            out.append(_ICODES[v] if 0 <= v < 100 else b"i%d;" % p.int_(v))
         elif t is tuple or t is list:
             out.append(b"(")
             strings = p.strings
@@ -213,8 +225,8 @@ class Fingerprinter:
                     if b is not None:
                         out.append(b)
                         continue
-                elif xt is int and x < 100:
-                    out.append(b"i%d;" % x)
+                elif xt is int and 0 <= x < 100:
+                    out.append(_ICODES[x])
                     continue
                 self._enc(x, p, out)
             out.append(b")")
@@ -319,8 +331,10 @@ class Fingerprinter:
             elif vt is int:
                 if is_writer and name == "slot":
                     out.append(b"i%d;" % p.writer(v))
+                elif 0 <= v < 100:
+                    out.append(_ICODES[v])
                 else:
-                    out.append(b"i%d;" % (v if v < 100 else p.int_(v)))
+                    out.append(b"i%d;" % p.int_(v))
             elif vt is tuple and not v:
                 out.append(b"()")
             elif vt is bool:
@@ -332,7 +346,7 @@ class Fingerprinter:
                 out.append(b"D" + (got if got is not None else self.obj_digest(v, p)))
             else:
                 self._enc(v, p, out)
-        return _h(b"".join(out))
+        return _blake2b(b"".join(out), digest_size=16).digest()    # _h, inline
 
     def store_digest(self, store: ObjectStore, p: Perm) -> int:
         """The store's digest under ``p``: the sum (mod 2**128) of its items' digests (path
@@ -436,7 +450,7 @@ class Fingerprinter:
         if got is None:
             kb: list = []
             self._enc(key, p, kb)
-            got = _h(b"".join(kb) + self.obj_digest(obj, p))
+            got = _blake2b(b"".join(kb) + self.obj_digest(obj, p), digest_size=16).digest()
             items[1][ck] = got
         return got
 
@@ -457,7 +471,7 @@ class Fingerprinter:
             d = cache[k] if cache is not None and len(cache) == n else None
             out.append(b"D" + (d if d is not None else self.obj_digest(w, p)))
         out.append(b"))")
-        return hashlib.blake2b(b"".join(out), digest_size=16).digest()   # _h, inline
+        return _blake2b(b"".join(out), digest_size=16).digest()   # _h, inline
 
     def candidates(self, state: State) -> list[Perm]:
         """The permutations the canonical form is the least over: those that put each
