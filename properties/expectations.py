@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Mapping
@@ -20,7 +21,11 @@ from .violation import PROPERTIES, Violation
 
 MUST_HOLD, ALLOWED, KNOWN_FINDING = "must_hold", "allowed", "known_finding"
 STATUSES = (MUST_HOLD, ALLOWED, KNOWN_FINDING)
-TABLE_PATH = os.path.join(os.path.dirname(__file__), "expectations.yaml")
+#: The table, beside this module's source. Found through the package's search path, not
+#: through the module's own file name: in the compiled build (icecheck/compiled.py) that is the
+#: extension module's, in the build folder, while the package still searches the source folder.
+TABLE_PATH = os.path.join(list(sys.modules[__name__.rpartition(".")[0]].__path__)[0],
+                          "expectations.yaml")
 CONDITIONS = ("property", "profile", "isolation", "catalog", "format_version", "severity",
               "details", "mixed")
 DEFAULT_REASON = "No rule allows it: the property must hold for this profile, catalog and format."

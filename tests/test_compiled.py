@@ -81,7 +81,8 @@ def test_this_process_runs_what_it_was_asked_to():
 
 def test_no_compiled_module_looks_for_files_beside_its_source():
     """A compiled module's ``__file__`` is in the build folder, so a module that finds data
-    files beside its source (profiles, expectations) must stay out of HOT_MODULES."""
+    files beside its source through ``__file__`` (profiles) must stay out of HOT_MODULES;
+    expectations, compiled, finds its table through its package's search path."""
     for name in compiled.HOT_MODULES:
         py = compiled.source_files(name)[0]
         assert "__file__" not in py.read_text(), py
