@@ -24,8 +24,7 @@ STATUSES = (MUST_HOLD, ALLOWED, KNOWN_FINDING)
 #: The table, beside this module's source. Found through the package's search path, not
 #: through the module's own file name: in the compiled build (icecheck/compiled.py) that is the
 #: extension module's, in the build folder, while the package still searches the source folder.
-TABLE_PATH = os.path.join(list(sys.modules[__name__.rpartition(".")[0]].__path__)[0],
-                          "expectations.yaml")
+TABLE_PATH = os.path.join(list(sys.modules[__package__].__path__)[0], "expectations.yaml")
 CONDITIONS = ("property", "profile", "isolation", "catalog", "format_version", "severity",
               "details", "mixed")
 DEFAULT_REASON = "No rule allows it: the property must hold for this profile, catalog and format."
