@@ -51,6 +51,15 @@ class ExploreConfig:
     # writer_profiles[i] = the engine profile of writer w{i+1} ("" or absent: ``profile``), so
     # one exploration mixes engines (a Spark job and a PyIceberg script on one table)
     writer_profiles: tuple[str, ...] = ()
+    # schedule constraints between jobs (models/schedule.py): ((kind, i, j), ...) with writer
+    # indexes (1-based); kind "never_overlap" or "after" (writer i starts once j has ended)
+    schedule: tuple[tuple[str, int, int], ...] = ()
+    # judge as a team's gate does (properties/expectations.py ``for_readers``): what the
+    # table's readers would see is never allowed, whatever the catalog or isolation level
+    protect_readers: bool = False
+    # risks a team accepted in its pipeline file (properties/expectations.py ``accepted``):
+    # ((property, writer indexes it may involve (() any), reason), ...)
+    accepted: tuple[tuple[str, tuple[int, ...], str], ...] = ()
 
     def profile_of(self, index: int) -> str:
         """The profile of writer ``w{index}`` (1-based)."""
@@ -175,6 +184,13 @@ class ExploreConfig:
             doc["phantom_failures"] = True
         if any(self.writer_profiles):  # likewise: single-profile traces keep their old form
             doc["writer_profiles"] = list(self.writer_profiles)
+        if self.schedule:
+            doc["schedule"] = [list(c) for c in self.schedule]
+        if self.protect_readers:
+            doc["protect_readers"] = True
+        if self.accepted:
+            doc["accepted"] = [{"property": p, "writers": list(ws), "reason": r}
+                               for p, ws, r in self.accepted]
         return doc
 
     @staticmethod
@@ -194,7 +210,11 @@ class ExploreConfig:
                 crashes=bool(doc.get("crashes", False)), key=doc.get("key", "id"),
                 name=doc.get("name", ""),
                 phantom_failures=bool(doc.get("phantom_failures", False)),
-                writer_profiles=tuple(doc.get("writer_profiles", ())))
+                writer_profiles=tuple(doc.get("writer_profiles", ())),
+                schedule=tuple(tuple(c) for c in doc.get("schedule", ())),
+                protect_readers=bool(doc.get("protect_readers", False)),
+                accepted=tuple((a["property"], tuple(a.get("writers", ())), a["reason"])
+                               for a in doc.get("accepted", ())))
         except KeyError as e:
             raise InputError(f"malformed configuration: missing key {e.args[0]!r} (an "
                              f"exploration configuration needs profile, table.schema and "
@@ -218,7 +238,7 @@ def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
     fv = doc["table"].get("format_version", 2)
     if type(fv) is not int or fv not in (2, 3):
         raise bad(f"table.format_version must be 2 or 3, not {fv!r}")
-    for flag in ("faults", "crashes", "phantom_failures"):
+    for flag in ("faults", "crashes", "phantom_failures", "protect_readers"):
         if not isinstance(doc.get(flag, False), bool):
             raise bad(f"{flag} must be true or false, not {doc[flag]!r}")
     if not isinstance(cfg.profile, str) or not isinstance(cfg.catalog, str):
@@ -228,6 +248,16 @@ def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
         raise bad(f"writer_profiles must be a list of profile names, not {wp!r}")
     if len(wp) > len(cfg.writers):
         raise bad(f"writer_profiles names {len(wp)} profiles for {len(cfg.writers)} writers")
+    from icecheck.models.schedule import schedule_error
+    problem = schedule_error(doc.get("schedule", []), len(cfg.writers))
+    if problem:
+        raise bad(problem)
+    from icecheck.properties.violation import PROPERTIES
+    for p, ws, r in cfg.accepted:
+        if p not in PROPERTIES or not isinstance(r, str) or not all(
+                type(i) is int and 1 <= i <= len(cfg.writers) for i in ws):
+            raise bad(f"accepted: {p!r} on writers {list(ws)!r} must name a property and "
+                      f"writers 1..{len(cfg.writers)}, with a reason")
     types = dict(cfg.schema)
     for name, typ in cfg.schema:
         if typ not in COLUMN_TYPES:
@@ -339,7 +369,8 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
                   if cfg.profile_of(i) != cfg.profile}
     return ModelConfig(table, tuple(writers), cfg.catalog, cfg.faults, cfg.crashes, setup,
                        planner=make_planner(cfg.profile, per_writer), fuse_local_steps=True,
-                       phantom_failures=cfg.phantom_failures)
+                       phantom_failures=cfg.phantom_failures,
+                       schedule=tuple((kind, f"w{i}", f"w{j}") for kind, i, j in cfg.schedule))
 
 
 def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,

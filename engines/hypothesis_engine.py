@@ -327,6 +327,7 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
     depends only on the seed and how many examples were reached. Tests pass a counting
     ``clock`` to cut at a chosen point, independent of the machine's speed.
     """
+    from icecheck.engines.explicit import _kept
     from icecheck.traces.canonical import shrink as shrink_trace
     from icecheck.traces.execute import build_trace, model_for
 
@@ -357,8 +358,9 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
     for prop, (actions, unexpected) in sorted(
             col.failures.items(), key=lambda kv: (not kv[1][1], _order(kv[0]))):
         finding = Finding(prop, unexpected, actions)
+        renamed: dict[str, str] = {}
         if shrink:
-            s_cfg, s_actions = shrink_trace(cfg, actions, prop)
+            s_cfg, s_actions = shrink_trace(cfg, actions, prop, renamed=renamed)
         else:
             s_cfg, s_actions = cfg, actions
         finding.trace = build_trace(
@@ -366,7 +368,8 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
             title=f"{prop} under {s_cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
             found_by={"engine": "hypothesis", "hypothesis_profile": hypothesis_profile,
                       "seed": seed, "max_examples": max_examples,
-                      "explored_config": cfg.name, "hypothesis_actions": actions})
+                      "explored_config": cfg.name, "hypothesis_actions": actions,
+                      "writer_of": _kept(renamed, s_cfg)})
         result.findings.append(finding)
     result.elapsed = time.monotonic() - start
     return result

@@ -69,6 +69,14 @@ POINTER_READERS = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, WRITE})
 LOCAL = frozenset({CAS_NOT_APPLIED, CRASH})
 
 
+def applies(cfg) -> bool:
+    """Does the reduction apply to ``cfg``? Not with a schedule (models/schedule.py): there one
+    job's start depends on another's progress (a job that ends enables the one that waits for
+    it), against the independence above, which assumes a writer's enabled actions are a
+    function of its own ``WriterState``."""
+    return not getattr(cfg, "schedule", ())
+
+
 def independent(a: Action, b: Action) -> bool:
     """Do ``a`` and ``b`` commute in every state where both are enabled?"""
     if a.writer == b.writer:

@@ -173,7 +173,9 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     evenly, so more partitions than cores only add tasks: spark-3.5-cow-snapshot 3w x 2
     DELETE on ``local[1]`` took 14.7 s with one partition and 23.4 s with two)."""
     from icecheck.engines.explicit import attach_traces, check_bounds
+    from icecheck.engines.por import applies as por_applies
 
+    por = por and por_applies(cfg)
     if symmetry:
         check_bounds(cfg)
     start = time.monotonic()

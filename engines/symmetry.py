@@ -76,11 +76,14 @@ def symmetry_classes(cfg) -> list[list[int]]:
     from icecheck.traces.canonical import _rename_value
 
     n = len(cfg.writers)
+    # a job a schedule constraint names is not interchangeable with its twin: the constraint
+    # tells them apart (models/schedule.py)
+    scheduled = {i for c in getattr(cfg, "schedule", ()) for i in c[1:]}
     norm = []
     for i, prog in enumerate(cfg.writers, 1):
         text = repr(prog)
         others = {int(m.group(1)) for m in _WTOKEN.finditer(text)} - {i}
-        if others & set(range(1, n + 1)):
+        if others & set(range(1, n + 1)) or i in scheduled:
             norm.append(("unique", i))
             continue
         # writers on different engine profiles plan the same command differently: never swap them

@@ -292,7 +292,8 @@ class Session:
     def properties(self) -> list[PropertyStatus]:
         """Every property (in ``properties.PROPERTIES`` order), with its violations at the
         current state, each with its expectation (must_hold / allowed / known_finding)."""
-        from icecheck.properties import PROPERTIES, commit_order, expectation
+        from icecheck.properties import PROPERTIES, commit_order
+        from icecheck.properties.expectations import expectation_for
 
         cfg = self.config
         by: dict[str, list[ViolationView]] = {p: [] for p in PROPERTIES}
@@ -300,8 +301,7 @@ class Session:
         order = commit_order(self.model, self.state, cfg.key) if cfg.mixed and violations \
             else None
         for v in violations:
-            e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
-                            cfg.writer_profile, order)
+            e = expectation_for(cfg, v, order)
             by.setdefault(v.property, []).append(ViolationView(
                 v.property, v.message, v.severity, e.status, e.reason, dict(v.details)))
         return [PropertyStatus(p, tuple(vs)) for p, vs in by.items()]

@@ -21,6 +21,7 @@ cdef class Model:
     cdef public dict _reach_names
     cdef public bint interning
     cdef public dict _interned
+    cdef public tuple _schedule
     cdef dict __dict__
 
     @cython.locals(key=tuple, got=tuple, ws=tuple)

@@ -31,6 +31,7 @@ from . import expire as exp
 from . import refs as refs_
 from . import cherrypick as pick_
 from . import rewrite_manifests as rwm_
+from . import schedule as sched
 from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
                          OVERWRITE, REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
@@ -217,6 +218,31 @@ def _as_written(message: str, written_names: tuple) -> str:
     return message
 
 
+def _with_phantom(w: "WriterState", snapshot_id, seq, applied: bool,
+                  snapshot_ids: tuple) -> tuple:
+    """(snapshot id, sequence number, applied, snapshot ids) of the record of an operation
+    that ends after an attempt the catalog applied while answering CommitFailedException
+    (``phantom_id``, CAS_APPLIED_FAILED). That attempt's snapshot became the catalog's pointer
+    whatever ends the operation (a ValidationException, exhausted retries, a lost or
+    unanswered swap, a crash, an unreadable file), so the record says it applied
+    (``OpRecord.applied``): the history maps the snapshot to this operation, and
+    metadata_integrity does not call it an orphan. Until issue 45 a retry that ended in
+    ``cas_not_applied``, ``cas_reply_lost`` of a swap the catalog refused, or exhausted
+    retries recorded it as not applied, a false "no commit of w1 applied it".
+
+    When this attempt did not apply, the record names the phantom snapshot, with no sequence
+    number: the writer was never told one (the history reads the snapshot's own). When this
+    attempt applied a snapshot of its own (the phantom had left its base: a catalog without
+    compare-and-swap dropped it), the phantom's ids come first in ``snapshot_ids``
+    (``History.by_snapshot`` maps every id there to the operation)."""
+    phantom_ids = Model._transaction_ids(w, w.phantom_id) or (w.phantom_id,)
+    if not applied:
+        return w.phantom_id, None, True, phantom_ids if len(phantom_ids) > 1 else ()
+    if snapshot_id is None or snapshot_id == w.phantom_id:
+        return snapshot_id, seq, applied, snapshot_ids
+    return snapshot_id, seq, applied, phantom_ids + (snapshot_ids or (snapshot_id,))
+
+
 def _files_read_late(op: Operation) -> list[str]:
     """The data files a job reads after its tasks start, past the point where its scan was
     planned: those it rewrites (copy-on-write, compaction: Spark's rewrite reads them again
@@ -289,6 +315,8 @@ class ModelConfig:
     fuse_local_steps: bool = False
     # the fault CAS_APPLIED_FAILED (a swap that applied, answered CommitFailedException)
     phantom_failures: bool = False
+    # which jobs may not overlap or run in sequence (models/schedule.py): ((kind, a, b), ...)
+    schedule: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -403,6 +431,7 @@ class Model:
         #: sets both): see ``_intern``.
         self.interning = False
         self._interned: dict = {}      # see _intern
+        self._schedule = tuple(config.schedule)   # see action_parts
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -458,6 +487,11 @@ class Model:
             got = wd.get("_icecheck_acts")
             out.append(got[1] if got is not None and got[0] is tag
                        else self.writer_actions(state, w))
+        if self._schedule:
+            # a job the schedule holds back may not begin its first command (models/schedule.py)
+            held = sched.blocked(self._schedule, state.writers, self._positions)
+            if held:
+                out = [() if w.name in held else part for w, part in zip(state.writers, out)]
         return out
 
     def writer_actions(self, state: State, w: WriterState) -> tuple[Action, ...]:
@@ -710,6 +744,9 @@ class Model:
                               filter_cache=(), pending_cache=())
                 return self._put_writer(state, nxt, store, catalog)
             return self._finish_groups(state, w, ids, fails, store, catalog)
+        if w.phantom_id is not None:
+            snapshot_id, seq, applied, snapshot_ids = _with_phantom(
+                w, snapshot_id, seq, applied, snapshot_ids)
         if w.whole is not None:
             # ended otherwise (a fault, a read failure): the commits it made stay its own
             made = tuple(i for i, _ in w.group_ids)
@@ -1172,7 +1209,11 @@ class Model:
                             pending_path=None, pending_snapshot_id=None,
                             filter_cache=w.pending_cache or w.filter_cache, pending_cache=())
             return self._put_writer(state, retry)
-        return self._finish(state, w, COMMIT_FAILED, result.message, "commit")
+        # retries exhausted: SnapshotProducer.commit's catch (CommitFailedException is a
+        # CleanableFailure) runs cleanAll, which after a phantom failure deletes objects the
+        # table references, as in _cas_applied_failed (``_clean_all``)
+        return self._finish(state, w, COMMIT_FAILED, result.message, "commit",
+                            store=self._clean_all(state, w))
 
     @staticmethod
     def _transaction_ids(w: WriterState, last: int | None = None) -> tuple[int, ...]:
@@ -1209,9 +1250,11 @@ class Model:
     def _cas_reply_lost(self, state: State, w: WriterState, a: Action) -> State:
         result = self._swap(state, w)
         new = state.metadata_at(w.pending_path)
+        snap = new.snapshot(w.pending_snapshot_id)  # a rollback keeps its old number (_cas)
+        seq = snap.sequence_number if snap is not None else new.last_sequence_number
         return self._finish(state, w, COMMIT_UNKNOWN, "Commit status unknown: reply lost",
                             "commit", snapshot_id=w.pending_snapshot_id,
-                            seq=new.last_sequence_number, applied=result.applied,
+                            seq=seq, applied=result.applied,
                             catalog=result.catalog, snapshot_ids=self._transaction_ids(w))
 
     def _cas_not_applied(self, state: State, w: WriterState, a: Action) -> State:
@@ -1223,17 +1266,20 @@ class Model:
         # a partial-progress compaction keeps the commits it made before the crash
         last_id, last_seq = w.group_ids[-1] if w.group_ids else (None, None)
         applied = bool(w.group_ids)
-        if w.phantom_id is not None and not w.group_ids:
-            # an attempt the catalog applied while answering CommitFailedException: the writer
-            # dies believing it failed, but its snapshot became the pointer (``OpRecord.applied``)
-            # and stays in the table unless a later commit rolled it back
-            last_id, applied = w.phantom_id, True
-            snap = state.metadata.snapshot(w.phantom_id)
-            last_seq = snap.sequence_number if snap is not None else None
+        ids = tuple(i for i, _ in w.group_ids)
+        if w.phantom_id is not None:
+            # an attempt the catalog applied while answering CommitFailedException (never with
+            # partial progress): the writer dies believing it failed, but its snapshot became
+            # the pointer and stays in the table unless a later commit rolled it back
+            # (``_with_phantom``). Nothing of the table's head is read: CRASH is not in
+            # READS_HEAD, so the step memo replays a crash on every state that agrees on the
+            # writer (until issue 45 the record took the phantom's sequence number from the
+            # head, and a replayed crash carried another state's: a false metadata_integrity
+            # "told sequence number" that its trace did not reproduce)
+            last_id, last_seq, applied, ids = _with_phantom(w, last_id, last_seq, applied, ids)
         record = OpRecord(w.op_index, w.intent, w.whole or w.operation, CRASHED,
                           f"crashed while {w.phase}", None, w.base_snapshot_id, last_id,
-                          last_seq, w.attempt + 1, applied,
-                          tuple(i for i, _ in w.group_ids))
+                          last_seq, w.attempt + 1, applied, ids)
         crashed = replace(w, phase=CRASHED, history=w.history + (record,))
         return self._put_writer(state, crashed)
 

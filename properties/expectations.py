@@ -35,6 +35,9 @@ class Expectation:
     status: str   # "must_hold" | "allowed" | "known_finding"
     reason: str
     trace: str = ""   # for known findings: the corpus trace that reproduces it
+    # a risk the team accepted in its pipeline file (status allowed): what it would be
+    # otherwise ("must_hold" | "known_finding")
+    accepted_from: str = ""
 
 
 def _as_list(v):
@@ -201,6 +204,73 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
             _STRICTNESS.get(ep[0].status, 0), -_ISOLATION_RANK.get(_isolation_of(ep[1]), 0)))
         return _stricter_promise(best, best_profile, found, involved, writer_profile)
     return _expectation(profile, catalog, format_version, violation)
+
+
+#: What the table's readers see, whatever allowed it: an acknowledged write gone, a deleted row
+#: back, a key twice, rows no serial history gives, a table that cannot be read.
+READER_VISIBLE = frozenset({"lost_write", "undelete", "duplicate_keys", "consistent_read",
+                            "readable"})
+
+
+def reader_visible(v: Violation) -> bool:
+    """Would the table's readers see ``v``? The ``READER_VISIBLE`` properties; a dangling
+    delete whose rows are visible again (an undelete by another name); and a dependency cycle
+    unless both conflicting writes left the table as a serial order would (only what the
+    commands reported differs: ``equivalent_writes``, ``delete_where_misses_new_version``,
+    properties/isolation.py). A dangling delete file readers skip, and such a cycle, are what
+    readers cannot see."""
+    if v.property in READER_VISIBLE:
+        return True
+    d = v.details or {}
+    if v.property == "dangling_deletes":
+        return d.get("classification") == "resurrected"
+    if v.property == "isolation":
+        return not (d.get("equivalent_writes") or d.get("delete_where_misses_new_version"))
+    return False
+
+
+def for_readers(e: Expectation, v: Violation) -> Expectation:
+    """A team's gate (``ExploreConfig.protect_readers``, every pipeline check): an anomaly the
+    table's readers would see is never allowed, whatever catalog, engine or isolation level
+    permits it: those are the team's choices, and its table is what the gate protects. The
+    expectation table's reason stays, after the gate's."""
+    if e.status != ALLOWED or not reader_visible(v):
+        return e
+    return Expectation(MUST_HOLD, "The table's readers would see it, so a pipeline's gate never "
+                                  f"allows it; the expectation table alone would: {e.reason}",
+                       e.trace)
+
+
+def expectation_for(cfg, v: Violation, commit_order: Mapping[str, int] | None = None
+                    ) -> Expectation:
+    """The expectation of ``v`` in the run of exploration configuration ``cfg``: its judged
+    profiles, catalog and format version, each writer's profile, and, for a team's gate
+    (``cfg.protect_readers``), ``for_readers``. Every judgement of a configuration's state
+    (searches, traces, the explorer) asks here."""
+    e = expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
+                    cfg.writer_profile, commit_order)
+    if not getattr(cfg, "protect_readers", False):
+        return e
+    return accepted(for_readers(e, v), v, getattr(cfg, "accepted", ()))
+
+
+ACCEPTED_PREFIX = "Accepted in the pipeline file: "
+
+
+def accepted(e: Expectation, v: Violation, acceptances) -> Expectation:
+    """A failing anomaly (must hold, or a known finding) that the team accepted in its pipeline
+    file is allowed, with the team's reason: the first acceptance of its property whose
+    writers include every writer ``v`` involves (``involved_writers``; an acceptance with no
+    writers takes any). Judged inside the search, so that the search goes on looking for an
+    instance of the same property the acceptance does not cover (another pair of jobs)."""
+    if e.status == ALLOWED:
+        return e
+    involved = {int(w[1:]) for w in involved_writers(v)}
+    for prop, writers, reason in acceptances:
+        if prop == v.property and (not writers or involved <= set(writers)):
+            return Expectation(ALLOWED, f"{ACCEPTED_PREFIX}{reason}", e.trace,
+                               accepted_from=e.status)
+    return e
 
 
 def _responsible(profile: str, writer: str, catalog: str, format_version: int,

@@ -85,13 +85,27 @@ def rename_writers(cfg: ExploreConfig, actions: list[Action],
         for old, i in index.items():
             profiles[i] = cfg.profile_of(int(old[1:]))
         new_cfg = replace(new_cfg, writer_profiles=_trim(profiles, cfg.profile))
+    if cfg.schedule:   # a schedule names writers by index: they move with their programs
+        new_cfg = replace(new_cfg, schedule=tuple(
+            (kind, mapping[i], mapping[j]) for kind, i, j in cfg.schedule))
+    if cfg.accepted:   # so do a team's acceptances
+        new_cfg = replace(new_cfg, accepted=tuple(
+            (p, tuple(sorted(mapping[i] for i in ws)), r) for p, ws, r in cfg.accepted))
     new_actions = [Action(f"w{index[a.writer] + 1}", a.kind, a.choice) for a in actions]
     return new_cfg, new_actions
 
 
-def canonicalize(cfg: ExploreConfig, actions: Iterable[Any]) -> tuple[ExploreConfig, list[Action]]:
+def canonicalize(cfg: ExploreConfig, actions: Iterable[Any],
+                 renamed: dict[str, str] | None = None) -> tuple[ExploreConfig, list[Action]]:
+    """``renamed``, when given, is updated to map each new writer name to the name it had in
+    the configuration the caller started from (composed with what it already maps): a
+    pipeline names each writer of a counterexample by its job (``pipelines.check``)."""
     acts = parse_actions(actions)
     order = writer_order(cfg, acts)
+    if renamed is not None:
+        before = dict(renamed) or {w: w for w in order}
+        renamed.clear()
+        renamed.update({f"w{i}": before.get(old, old) for i, old in enumerate(order, 1)})
     if order == [f"w{i}" for i in range(1, len(order) + 1)]:
         return cfg, acts
     return rename_writers(cfg, acts, order)
@@ -193,31 +207,47 @@ def minimize_config(cfg: ExploreConfig, actions: list[Action], prop: str,
     for i, prog in enumerate(cfg.writers[:n], 1):
         used = max(begins.get(f"w{i}", 0), 1)
         programs.append(prog[:used])
+    # a schedule constraint naming a dropped writer goes with it (what it held back no longer
+    # exists; the kept writers' constraints are unchanged, as dropping keeps their indexes)
+    schedule = tuple(c for c in cfg.schedule if max(c[1:]) <= n)
+    accepted = tuple((p, tuple(i for i in ws if i <= n), r) for p, ws, r in cfg.accepted
+                     if not ws or any(i <= n for i in ws))
     candidate = replace(cfg, writers=tuple(programs),
-                        writer_profiles=_trim(cfg.writer_profiles[:n], cfg.profile))
+                        writer_profiles=_trim(cfg.writer_profiles[:n], cfg.profile),
+                        schedule=schedule, accepted=accepted)
     if candidate == cfg:
         return cfg
     if Oracle(candidate, prop, check)(actions) == list(actions):
         return candidate
     # keep all writers' full programs, but drop idle trailing writers alone
     candidate = replace(cfg, writers=cfg.writers[:n],
-                        writer_profiles=_trim(cfg.writer_profiles[:n], cfg.profile))
+                        writer_profiles=_trim(cfg.writer_profiles[:n], cfg.profile),
+                        schedule=schedule, accepted=accepted)
     if candidate != cfg and Oracle(candidate, prop, check)(actions) == list(actions):
         return candidate
     return cfg
 
 
 def shrink(cfg: ExploreConfig, actions: Iterable[Any], prop: str, *,
-           shrink_config: bool = True, check=None) -> tuple[ExploreConfig, list[Action]]:
-    """Canonicalize, minimize, canonicalize again (and shrink the configuration)."""
+           shrink_config: bool = True, check=None,
+           renamed: dict[str, str] | None = None) -> tuple[ExploreConfig, list[Action]]:
+    """Canonicalize, minimize, canonicalize again (and shrink the configuration).
+    ``renamed``: as for ``canonicalize``, each final writer name -> its name in ``cfg``."""
     acts = parse_actions(actions)
-    c_cfg, c_acts = canonicalize(cfg, acts)
+    names: dict[str, str] = {}
+    c_cfg, c_acts = canonicalize(cfg, acts, names)
     if Oracle(c_cfg, prop, check)(c_acts) is None:    # renaming must not change the verdict
         c_cfg, c_acts = cfg, acts
+        names = {}
     m_acts = minimize_actions(c_cfg, c_acts, prop, check)
-    f_cfg, f_acts = canonicalize(c_cfg, m_acts)
+    before = dict(names)
+    f_cfg, f_acts = canonicalize(c_cfg, m_acts, names)
     if Oracle(f_cfg, prop, check)(f_acts) is None:
         f_cfg, f_acts = c_cfg, m_acts
+        names = before
+    if renamed is not None:
+        renamed.clear()
+        renamed.update(names or {f"w{i}": f"w{i}" for i in range(1, len(cfg.writers) + 1)})
     if shrink_config:
         f_cfg = minimize_config(f_cfg, f_acts, prop, check)
     return f_cfg, f_acts

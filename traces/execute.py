@@ -76,11 +76,10 @@ def split(cfg: ExploreConfig, violations: list, expect=None) -> tuple[list, list
     ``expect``: see ``properties.split_expected``."""
     from icecheck.properties import split_expected
     if expect is None:
-        from icecheck.properties.expectations import expectation
+        from icecheck.properties.expectations import expectation_for
 
         def expect(v):
-            return expectation(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
-                               cfg.writer_profile)
+            return expectation_for(cfg, v)
     unexpected, expected = split_expected(cfg.judged_profiles, cfg.catalog, cfg.format_version,
                                           violations, expect)
     return list(unexpected), list(expected)
@@ -147,7 +146,7 @@ class Judgement:
 def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgement:
     """``memo``: a ``properties.EvalMemo`` shared between the judgements of one search (it also
     keeps each violation's expectation: the lineage checks' violations are shared objects)."""
-    from icecheck.properties.expectations import KNOWN_FINDING, expectation, last_committer
+    from icecheck.properties.expectations import KNOWN_FINDING, expectation_for, last_committer
     profile, catalog, fv = cfg.judged_profiles, cfg.catalog, cfg.format_version
     violations = evaluate(model, state, cfg.key, memo)
     # a mixed run judges a violation by the writer that committed last (expectations.py)
@@ -155,12 +154,11 @@ def judge(cfg: ExploreConfig, model: Model, state: State, memo=None) -> Judgemen
 
     def expect(v):
         if memo is None:
-            return expectation(profile, catalog, fv, v, cfg.writer_profile, order)
-        key = (id(v), profile, catalog, fv, last_committer(v, order))
+            return expectation_for(cfg, v, order)
+        key = (id(v), profile, catalog, fv, last_committer(v, order), cfg.protect_readers)
         got = memo.expectations.get(key)
         if got is None or got[0] is not v:
-            got = memo.expectations[key] = (v, expectation(profile, catalog, fv, v,
-                                                           cfg.writer_profile, order))
+            got = memo.expectations[key] = (v, expectation_for(cfg, v, order))
         return got[1]
 
     unexpected, expected = split(cfg, violations, expect)
@@ -211,7 +209,9 @@ def build_trace(cfg: ExploreConfig, actions: Iterable[Any], *, property: str | N
         "expectation": ({"status": getattr(expectation, "status", None),
                          "reason": getattr(expectation, "reason", None),
                          **({"trace": expectation.trace}
-                            if getattr(expectation, "trace", "") else {})}
+                            if getattr(expectation, "trace", "") else {}),
+                         **({"accepted_from": expectation.accepted_from}
+                            if getattr(expectation, "accepted_from", "") else {})}
                         if expectation is not None else None),
         "config": cfg.as_json(),
         "actions": [str(a) for a in run.actions],

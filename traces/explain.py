@@ -195,13 +195,14 @@ def explain(cfg, model: Model, run, judgement, prop: str | None) -> str:
                       f"{getattr(expectation, 'reason', '')}")
         elif status_name != "allowed":
             status = f"UNEXPECTED: must hold under {where}"
-            if getattr(cfg, "mixed", False):
+            if getattr(cfg, "mixed", False) or getattr(cfg, "protect_readers", False):
                 # a mixed run's must-hold verdict that an involved writer's profile alone would
-                # not give says so (``expectations._stricter_promise``)
+                # not give says so (``expectations._stricter_promise``), and so does a team's
+                # gate that holds the readers' view to account (``expectations.for_readers``)
                 from icecheck.properties import commit_order
-                from icecheck.properties.expectations import DEFAULT_REASON, expectation as exp
-                reason = exp(cfg.judged_profiles, cfg.catalog, cfg.format_version, v,
-                             cfg.writer_profile, commit_order(model, run.final, key)).reason
+                from icecheck.properties.expectations import DEFAULT_REASON, expectation_for
+                order = commit_order(model, run.final, key) if cfg.mixed else None
+                reason = expectation_for(cfg, v, order).reason
                 if reason != DEFAULT_REASON:
                     status += f". {reason}"
         else:

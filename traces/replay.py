@@ -49,6 +49,11 @@ def replay_doc(doc: dict, path: str = "<trace>") -> ReplayResult:
         return result
     for i, text in enumerate(doc["actions"], 1):
         action = Action.parse(text)
+        if cfg.schedule and action not in model.actions(state):
+            # ``step`` checks the writer's own phase; the schedule (models/schedule.py) is
+            # checked where actions are enabled
+            result.drift.append(f"step {i} ({text}): the schedule does not allow it here")
+            return result
         try:
             state = model.step(state, action)
         except StepError as e:

@@ -1,0 +1,80 @@
+"""How a pipeline's commands were read, in words: for each job, each command (and each of its
+alternatives) with the operation its engine commits, its write mode and the checks its engine
+enables (the profile's ``CommandRule``). A passing verdict lists it, so that a team can see that
+icecheck understood its jobs, and a surprising verdict starts from here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from icecheck.models.profiles import get_profile
+
+from .load import Pipeline
+
+SHOWN = 4    # alternatives listed per command (a template over a domain has one per value)
+
+
+def _command(c) -> str:
+    """A command's one-line form: its SQL word and its arguments as written (templates already
+    expanded: one line per alternative)."""
+    d = dict(c)
+    sql = str(d.pop("sql", "?"))
+    args = ", ".join(f"{k}: {_value(v)}" for k, v in d.items())
+    return f"{sql}" + (f" ({args})" if args else "")
+
+
+def _value(v) -> str:
+    if isinstance(v, tuple) and v and all(isinstance(x, tuple) and len(x) == 2
+                                          and isinstance(x[0], str) for x in v):
+        return "{" + ", ".join(f"{k}: {_value(x)}" for k, x in v) + "}"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return str(v)
+
+
+def command_lines(p: Pipeline) -> list[str]:
+    """``- job `name` (profile): SQL -> Operation (mode): checks`` per command."""
+    names = {f"w{i}": name for i, (name, _) in enumerate(p.jobs, 1)}
+    lines = []
+    for i, ((name, profile), prog) in enumerate(zip(p.jobs, p.config.writers), 1):
+        rules = get_profile(profile).commands
+        lines.append(f"- job `{name}` ({profile}):")
+        for n, entry in enumerate(prog, 1):
+            for k, alt in enumerate(entry[:SHOWN]):
+                sql = str(dict(alt).get("sql", "")).upper()
+                rule = rules.get(sql)
+                how = rule.summary() if rule is not None else "not modelled for this profile"
+                head = f"{n}." if k == 0 else f"{n}. or"
+                lines.append(f"  - {head} {job_text(_command(alt), names)} -> {how}")
+            if len(entry) > SHOWN:
+                lines.append(f"  - {n}. or {len(entry) - SHOWN} more alternatives (the "
+                             f"template's other values)")
+    return lines
+
+
+def writer_names(p: Pipeline, trace: dict) -> dict[str, str]:
+    """Each writer of ``trace`` (renamed by first action, idle ones dropped) -> its job's name,
+    through ``found_by.writer_of`` (engines.explicit.trace_for)."""
+    of = (trace.get("found_by") or {}).get("writer_of") or {}
+    n = len(trace["config"]["writers"])
+    return {f"w{i}": p.job_of(of.get(f"w{i}", f"w{i}")) for i in range(1, n + 1)}
+
+
+_WRITER = re.compile(r"\bw(\d+)(?:\.(\d+)|\.([a-z_]+(?:#\d+)?))?\b")
+
+
+def job_text(text: str, names: dict[str, str]) -> str:
+    """``text`` with each writer named by its job: ``w2`` -> "the job `gdpr-delete`", an
+    operation tag ``w2.1`` (a command's row values, a cycle's operations) -> ``gdpr-delete#1``
+    (the job's first command), an action ``w2.cas`` -> ``gdpr-delete.cas``."""
+    def sub(m: re.Match) -> str:
+        name = names.get(f"w{m.group(1)}")
+        if name is None:
+            return m.group(0)
+        if m.group(2):
+            return f"{name}#{m.group(2)}"
+        if m.group(3):
+            return f"{name}.{m.group(3)}"
+        return f"the job `{name}`"
+    return _WRITER.sub(sub, text)
