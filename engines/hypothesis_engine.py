@@ -327,8 +327,7 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
     depends only on the seed and how many examples were reached. Tests pass a counting
     ``clock`` to cut at a chosen point, independent of the machine's speed.
     """
-    from icecheck.engines.explicit import _kept
-    from icecheck.traces.canonical import shrink as shrink_trace
+    from icecheck.traces.canonical import shrink as shrink_trace, writer_of
     from icecheck.traces.execute import build_trace, model_for
 
     name = PROFILES.get(hypothesis_profile, hypothesis_profile)
@@ -369,7 +368,7 @@ def explore(cfg: ExploreConfig, *, hypothesis_profile: str = "ci",
             found_by={"engine": "hypothesis", "hypothesis_profile": hypothesis_profile,
                       "seed": seed, "max_examples": max_examples,
                       "explored_config": cfg.name, "hypothesis_actions": actions,
-                      "writer_of": _kept(renamed, s_cfg)})
+                      "writer_of": writer_of(renamed, s_cfg)})
         result.findings.append(finding)
     result.elapsed = time.monotonic() - start
     return result

@@ -381,7 +381,7 @@ def run(path: str, reports_dir: str, strict: bool, as_json_out: bool, out, progr
     outcome = explore(p, progress, time_budget)
     if fix and outcome.failed:
         from .mitigate import mitigate
-        mitigate(p, outcome, progress)
+        mitigate(p, outcome, explore, progress)
     stale = stale_acceptances(p, outcome) if p.acceptances else []
     svgs = _timelines(p, outcome, reports_dir)
     files = {os.path.join(reports_dir, "pipeline.md"): report_md(p, outcome, stale, run_id),

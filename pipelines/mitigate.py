@@ -237,10 +237,10 @@ def _format_v3(lines, doc):
 
 
 # -- checking them -----------------------------------------------------------------------------
-def mitigate(p: Pipeline, outcome, progress=None) -> None:
+def mitigate(p: Pipeline, outcome, explore, progress=None) -> None:
     """Try the candidates of each failing anomaly of ``outcome`` (``pipelines.check.Outcome``)
-    and record on it the fixes that work and the edits that do not."""
-    from .check import explore
+    and record on it the fixes that work and the edits that do not. ``explore``: the gate's
+    own (``pipelines.check.explore``), which calls this module, so it is passed in."""
     say = progress or (lambda m: None)
     with open(p.path, encoding="utf-8") as f:
         text = f.read()

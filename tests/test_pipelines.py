@@ -52,9 +52,21 @@ VERDICTS = {
 }
 
 
+def _doc_rows() -> dict[str, str]:
+    """docs/pipelines.md's examples table: file name -> its row (the docs' claims)."""
+    with open(os.path.join(EXAMPLES, "..", "docs", "pipelines.md"), encoding="utf-8") as f:
+        return {m.group(1): line for line in f
+                for m in [re.match(r"\| `examples/([^`]+)` \|", line)] if m}
+
+
+DOC_ROWS = _doc_rows()
+
+
 def test_every_example_has_a_pinned_verdict():
     shipped = sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".yaml"))
-    assert shipped == sorted(VERDICTS)
+    assert shipped == sorted(VERDICTS) == sorted(DOC_ROWS)
+    for name, (code, _, _) in VERDICTS.items():
+        assert ("FAILS:" if code else "passes:") in DOC_ROWS[name], name
 
 
 @pytest.mark.parametrize("name", sorted(VERDICTS))
@@ -66,6 +78,7 @@ def test_example_verdict(name, tmp_path):
     path = os.path.join(EXAMPLES, name)
     outcome = explore(load_pipeline(path), details=False)
     assert outcome.how.startswith(EXHAUSTIVE) and outcome.complete
+    assert f"{outcome.states:,} states" in DOC_ROWS[name], (outcome.states, DOC_ROWS[name])
     assert {a.property: (a.verdict, a.status) for a in outcome.anomalies} == statuses
     r = CliRunner().invoke(main, ["check", path, "--reports", str(tmp_path), "--json"])
     assert r.exit_code == code, r.output

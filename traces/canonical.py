@@ -111,6 +111,13 @@ def canonicalize(cfg: ExploreConfig, actions: Iterable[Any],
     return rename_writers(cfg, acts, order)
 
 
+def writer_of(renamed: dict[str, str], cfg: ExploreConfig) -> dict[str, str]:
+    """Each writer of a trace's configuration ``cfg`` -> its name in the explored configuration
+    (``renamed`` as ``canonicalize`` fills it; idle writers are dropped from ``cfg``): a
+    trace's ``found_by.writer_of``, by which a pipeline names each writer by its job."""
+    return {f"w{i}": renamed.get(f"w{i}", f"w{i}") for i in range(1, len(cfg.writers) + 1)}
+
+
 # -- minimization ------------------------------------------------------------------------------
 class Oracle:
     """Does an action list (on a configuration) still violate ``prop``? Memoized."""
