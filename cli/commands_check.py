@@ -15,28 +15,17 @@ import json
 import os
 import sys
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import click
 from rich.markup import escape
 
+from icecheck.junit import Case, junit_xml as _junit_xml
 from icecheck.cli.base import (EXIT_FAILED, EXIT_OK, SECONDS, builtin_scenarios, err,
                                fail_input, main, out)
 from icecheck.scenarios.errors import InputError, check_number
 
 DEFAULT_BUDGET = 120.0
-
-
-@dataclass
-class Case:
-    suite: str          # scenarios | corpus | explorations
-    name: str
-    status: str         # passed | failed | skipped
-    seconds: float
-    message: str = ""
-    detail: str = ""
-    kind: str = ""      # for failures: violation | known_finding | drift | inconclusive | ...
 
 
 @dataclass
@@ -242,38 +231,8 @@ SUITES = ("scenarios", "corpus", "explorations")
 
 
 def junit_xml(cases: list[Case], run_id: str) -> str:
-    """JUnit XML that validates against the common schema (tests/junit/junit-10.xsd, the one
-    Jenkins and most CI systems read): every ``testsuite`` has tests/failures/errors/skipped/
-    time, every ``failure`` a message and a type. A known finding is a ``skipped`` test case
-    whose message starts "KNOWN FINDING", so CI pages list it (they hide ``system-out``)."""
-    root = ET.Element("testsuites", name="icecheck check")
-    for suite in SUITES:
-        cs = [c for c in cases if c.suite == suite]
-        el = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cs)),
-                           failures=str(sum(c.status == "failed" for c in cs)),
-                           errors="0",
-                           skipped=str(sum(c.status in ("skipped", "known") for c in cs)),
-                           time=f"{sum(c.seconds for c in cs):.3f}")
-        props = ET.SubElement(el, "properties")
-        ET.SubElement(props, "property", name="icecheck.run_id", value=run_id)
-        for c in cs:
-            tc = ET.SubElement(el, "testcase", classname=f"icecheck.{suite}", name=c.name,
-                               time=f"{c.seconds:.3f}")
-            if c.status == "failed":
-                f = ET.SubElement(tc, "failure", message=c.message[:500],
-                                  type=c.kind or "failure")
-                f.text = (c.message + "\n" + c.detail).strip()
-            elif c.status == "known":
-                ET.SubElement(tc, "skipped", message=("KNOWN FINDING " + c.message)[:500])
-                so = ET.SubElement(tc, "system-out")
-                so.text = (c.message + "\n" + c.detail).strip()
-            elif c.status == "skipped":
-                ET.SubElement(tc, "skipped", message=c.message)
-            elif c.message:
-                so = ET.SubElement(tc, "system-out")
-                so.text = c.message
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    """The gate's JUnit XML: one suite per part (``icecheck.junit``)."""
+    return _junit_xml(cases, run_id, SUITES)
 
 
 def markdown(cases: list[Case], elapsed: float, budget: float, run_id: str) -> str:
@@ -327,22 +286,38 @@ def markdown(cases: list[Case], elapsed: float, budget: float, run_id: str) -> s
               help="Fail on known findings too (real anomalies recorded in "
                    "properties/expectations.yaml with their corpus trace).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--no-fix", "no_fix", is_flag=True,
+              help="With PIPELINE.yaml: do not try the mitigations of a failing anomaly.")
 @click.argument("pipeline", required=False, metavar="[PIPELINE.yaml]")
-def check(time_budget: float, reports_dir: str, explorations_path: str | None,
-          corpus: str | None, strict: bool, as_json: bool, pipeline: str | None) -> None:
+@click.pass_context
+def check(ctx: click.Context, time_budget: float, reports_dir: str,
+          explorations_path: str | None, corpus: str | None, strict: bool, as_json: bool,
+          no_fix: bool, pipeline: str | None) -> None:
     """The CI gate: the scenario suite, replay of the trace corpus, and the default
     explorations. Exit 1 if an expectation fails, a trace drifts, a must-hold property is
     violated (a known finding only with --strict) or an exploration is inconclusive; 2 on
     bad input, or when there is nothing to check. With PIPELINE.yaml, check that pipeline
-    instead (docs/pipelines.md)."""
+    instead (docs/pipelines.md): exit 1 when an anomaly its readers would see can happen
+    (unless the file accepts it) or the search is cut short of complete."""
+    given = {name for name in ("time_budget", "explorations_path", "corpus", "no_fix")
+             if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
     if pipeline is not None:
         from icecheck.pipelines.check import run as run_pipeline
+        for name, option in (("explorations_path", "--explorations"), ("corpus", "--corpus")):
+            if name in given:
+                fail_input(InputError(f"{option} is for the built-in gate; a pipeline check "
+                                      f"explores its own file", option))
         try:
             sys.exit(run_pipeline(pipeline, reports_dir, strict, as_json,
                                   lambda m: out.print(escape(m), soft_wrap=True),
-                                  lambda m: err.print(escape(m))))
+                                  lambda m: err.print(escape(m)),
+                                  time_budget=time_budget if "time_budget" in given else None,
+                                  fix=not no_fix))
         except InputError as e:
             fail_input(e)
+    if "no_fix" in given:
+        fail_input(InputError("--no-fix applies to a pipeline check (icecheck check "
+                              "PIPELINE.yaml)", "--no-fix"))
     import uuid
 
     from icecheck.cli.commands_traces import corpus_files, expand_traces
