@@ -120,18 +120,10 @@ def load_pipeline(path: str) -> Pipeline:
     props = t.get("properties", {})
     if not isinstance(props, dict):
         raise InputError("table.properties must be a mapping", path, _line(t, "properties"))
-    catalog = doc.get("catalog", {})
-    if isinstance(catalog, str):
-        catalog = {"kind": catalog}
-    catalog = _mapping(catalog, "catalog", path, {"kind", "faults", "crashes", "applied_failed"},
-                       _line(doc, "catalog"))
-    kind = catalog.get("kind", cat.CAS)
-    if kind not in cat.KINDS:
-        raise InputError(f"unknown catalog kind {kind!r}; expected one of {', '.join(cat.KINDS)}",
-                         path, _line(catalog, "kind"))
-    for flag in ("faults", "crashes", "applied_failed"):
-        if not isinstance(catalog.get(flag, False), bool):
-            raise InputError(f"catalog.{flag} must be true or false", path, _line(catalog, flag))
+    # a catalog's name (catalog: rest) or the model's kind, and its faults: models/catalogs.py
+    from icecheck.models.catalogs import pipeline_catalog
+    catalog = pipeline_catalog(doc, path)      # {kind, faults, crashes, applied_failed, name}
+    kind = catalog["kind"]
     domain_node = _mapping(doc.get("domain", {}), "domain", path, {"keys", "partitions"},
                            _line(doc, "domain"))
     domain = {"key": list(domain_node.get("keys", [1])),
