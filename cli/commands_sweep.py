@@ -133,6 +133,14 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
         except ImportError:
             fail_input(InputError("icecheck sweep needs pyspark: pip install -e '.[conformance]' "
                                   "(or --executor processes)"))
+    from icecheck.sweep.driver import check_out_dir
+    try:      # before any progress line: a file named by --out is one line, exit 2
+        if scaling:
+            check_out_dir(scaling_out, "--scaling-out", subfolders=False)
+        else:
+            check_out_dir(out_dir, subfolders=resume)
+    except InputError as e:
+        fail_input(e)
 
     if scaling:
         from icecheck.sweep.driver import scaling as run_scaling
@@ -172,6 +180,8 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
                             workers=workers)
     except ShipError as e:
         fail_input(InputError(str(e), "--ship-code"))
+    except InputError as e:       # --out, checked before the first cell
+        fail_input(e)
     if summary.get("interrupted"):
         err.print(f"[yellow]interrupted[/]: {summary['done']}/{summary['total']} cells done; "
                   f"run the same command again to resume")

@@ -83,7 +83,7 @@ def trace_show(trace_file: str, svg: str | None, explain: bool, as_json: bool) -
             if os.path.isdir(svg):
                 raise InputError(f"{svg!r} is a folder; name the SVG file to write", "--svg")
         doc = load_trace(trace_file)
-        text = render_text(doc)
+        text = render_text(doc, path=trace_file)
     except InputError as e:
         fail_input(e)
     if as_json:

@@ -789,10 +789,13 @@ def check_columns(expr: Expr, schema_columns: Mapping[str, str]) -> None:
     Java would fail binding (``Binder.bind``) with "Cannot find field" or fail to convert the
     literal; out-of-range integers are rejected here rather than folded to aboveMax/belowMin.
     """
-    for column_type in set(schema_columns.values()):
-        if column_type not in _COLUMN_TYPES:
-            raise ValueError(
-                f"unsupported column type {column_type!r}; expected one of {_COLUMN_TYPES}"
+    for column, column_type in schema_columns.items():
+        # a schema read from a file may hold anything here (a list is not even hashable):
+        # a FilterSyntaxError, which the input readers turn into a message at the filter's line
+        if not isinstance(column_type, str) or column_type not in _COLUMN_TYPES:
+            raise FilterSyntaxError(
+                f"unsupported column type {column_type!r} (column {column!r}); expected one of "
+                f"{_COLUMN_TYPES}"
             )
     known = ", ".join(schema_columns) or "(none)"
     for pred in _predicates(expr):

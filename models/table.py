@@ -29,6 +29,14 @@ MANIFEST_TARGET_SIZE_DEFAULT = 8 * 1024 * 1024     # TableProperties.MANIFEST_TA
 #: far above Java's default (4) only makes explorations explode.
 MAX_RETRIES = 20
 INT_RANGES = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+#: Table properties whose values Iceberg parses into an enum (RowLevelOperationMode,
+#: IsolationLevel): a row-level command's write mode and isolation level, per command kind.
+ENUM_PROPERTIES = {
+    **{f"write.{c}.mode": ("copy-on-write", "merge-on-read")
+       for c in ("delete", "update", "merge")},
+    **{f"write.{c}.isolation-level": ("serializable", "snapshot")
+       for c in ("delete", "update", "merge")},
+}
 
 
 def property_error(key: Any, value: Any) -> str | None:
@@ -40,6 +48,16 @@ def property_error(key: Any, value: Any) -> str | None:
     """
     if not isinstance(key, str):
         return f"property names are strings, not {key!r}"
+    if key in ENUM_PROPERTIES:
+        # The engines read these from the table (profiles.MODE_PROPERTIES,
+        # ISOLATION_PROPERTIES); a value none of them accepts would otherwise be kept and
+        # silently ignored for a job whose engine does not read it (PyIceberg and a mode).
+        # Lower case only: PyIceberg's IsolationLevel enum takes nothing else, and
+        # profiles.property_conflict compares the spelling exactly.
+        allowed = ENUM_PROPERTIES[key]
+        if value not in allowed:
+            return f"{key} must be {' or '.join(allowed)}, not {value!r}"
+        return None
     if key == MANIFEST_TARGET_SIZE:
         # ManifestMergeManager packs manifests into bins of this many bytes (ListPacker by
         # ManifestFile::length); the model has no byte sizes and keeps one bin, which is what

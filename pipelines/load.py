@@ -102,9 +102,70 @@ def _int(node, key, default, low, high, path, what):
     return v
 
 
+def _text(node: dict, key: str, what: str, path: str) -> None:
+    """``node[key]``, when given, is a string: a name shown in reports (``str()`` of a number
+    or a list would pass silently), or the row key the properties judge."""
+    if key in node and not isinstance(node[key], str):
+        raise InputError(f"{what}{key} must be a string, not {kind_of(node[key])}", path,
+                         _line(node, key))
+
+
+def _values(node: dict, key: str, default: list, path: str) -> list:
+    """``domain.keys`` / ``domain.partitions``: a list of integers or strings, the values a
+    template's ``{key}`` / ``{partition}`` stands for (null, a number or a mapping is none)."""
+    v = node.get(key, default)
+    if not isinstance(v, list):
+        raise InputError(f"domain.{key} must be a list of integers or strings, not "
+                         f"{kind_of(v)}", path, _line(node, key))
+    for i, x in enumerate(v):
+        if isinstance(x, bool) or not isinstance(x, (int, str)):
+            raise InputError(f"domain.{key}[{i}] must be an integer or a string, not "
+                             f"{kind_of(x)}", path, _line(v, i))
+    return list(v)
+
+
+def _check_table(t: dict, schema: dict, spec: list, props: dict, path: str) -> None:
+    """Each column, partition field and property at its own line: a column type the model has
+    no values for, a transform of a column the table lacks or a property value no engine
+    accepts would otherwise fail far from its line (or, for a property an engine does not read,
+    not at all)."""
+    from icecheck.models.table import COLUMN_TYPES, property_error
+    from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
+
+    for name, typ in schema.items():
+        if not isinstance(name, str):
+            raise InputError(f"table.schema: column name {name!r} is not a name", path,
+                             _line(schema, name))
+        if not isinstance(typ, str) or typ not in COLUMN_TYPES:
+            raise InputError(f"table.schema: column {name!r} has unknown type "
+                             f"{kind_of(typ) if not isinstance(typ, str) else repr(typ)}; "
+                             f"expected one of {', '.join(COLUMN_TYPES)}", path,
+                             _line(schema, name))
+    fields = []
+    for i, text in enumerate(spec):
+        try:
+            transform, source = parse_transform(text)
+        except ValueError as e:
+            raise InputError(f"table.partition_spec: {e}", path, _line(spec, i)) from None
+        if source not in schema:
+            raise InputError(f"table.partition_spec: {text!r} partitions by {source!r}, which "
+                             f"is not a column of table.schema", path, _line(spec, i))
+        fields.append(PartitionField(source, transform))
+        try:
+            PartitionSpec(tuple(fields))
+        except ValueError as e:
+            raise InputError(f"table.partition_spec: {e}", path, _line(spec, i)) from None
+    for k, v in props.items():
+        problem = property_error(k, v)
+        if problem:
+            raise InputError(f"table.properties: {problem}", path, _line(props, k))
+
+
 def load_pipeline(path: str) -> Pipeline:
     doc = load_yaml_file(path)
     doc = _mapping(doc, "the pipeline", path, TOP_KEYS, 1)
+    _text(doc, "name", "", path)
+    _text(doc, "key", "", path)
     for need in ("table", "jobs"):
         if need not in doc:
             raise InputError(f"the pipeline needs a {need!r} section", path, _line(doc))
@@ -120,14 +181,15 @@ def load_pipeline(path: str) -> Pipeline:
     props = t.get("properties", {})
     if not isinstance(props, dict):
         raise InputError("table.properties must be a mapping", path, _line(t, "properties"))
+    _check_table(t, schema, spec, props, path)
     # a catalog's name (catalog: rest) or the model's kind, and its faults: models/catalogs.py
     from icecheck.models.catalogs import pipeline_catalog
     catalog = pipeline_catalog(doc, path)      # {kind, faults, crashes, applied_failed, name}
     kind = catalog["kind"]
     domain_node = _mapping(doc.get("domain", {}), "domain", path, {"keys", "partitions"},
                            _line(doc, "domain"))
-    domain = {"key": list(domain_node.get("keys", [1])),
-              "partition": list(domain_node.get("partitions", []))}
+    domain = {"key": _values(domain_node, "keys", [1], path),
+              "partition": _values(domain_node, "partitions", [], path)}
     jobs_node = doc["jobs"]
     if not isinstance(jobs_node, list) or not jobs_node:
         raise InputError("jobs must be a non-empty list", path, _line(doc, "jobs"))
@@ -137,6 +199,7 @@ def load_pipeline(path: str) -> Pipeline:
     jobs, programs, profiles = [], [], []
     for i, job in enumerate(jobs_node, 1):
         job = _mapping(job, f"jobs[{i - 1}]", path, JOB_KEYS, _line(jobs_node, i - 1))
+        _text(job, "name", f"jobs[{i - 1}].", path)
         profile = job.get("profile")
         try:
             get_profile(profile)
@@ -150,6 +213,10 @@ def load_pipeline(path: str) -> Pipeline:
         entries = []
         for n, command in enumerate(program, 1):
             line = _line(program, n - 1)
+            if isinstance(command, dict) and "any" in command and len(command) > 1:
+                others = ", ".join(sorted(str(k) for k in command if k != "any"))
+                raise InputError(f"a command is either 'any: [...]' (alternatives) or one "
+                                 f"command, not both ('any' beside {others})", path, line)
             options = command.get("any") if isinstance(command, dict) and "any" in command \
                 else [command]
             if not isinstance(options, list) or not options:

@@ -349,6 +349,10 @@ def parse_files(ctx: _Ctx, table: TableConfig, node: LineDict) -> dict[str, Any]
 
 def _data_file(ctx: _Ctx, table: TableConfig, name: str, spec: LineDict) -> DataFile:
     partition = _partition(ctx, table, spec, name)
+    if "rows" in spec and "null_counts" in spec:
+        # rows give the file its metrics; null_counts beside them would be ignored unseen
+        raise ctx.fail(f"file {name}: null_counts is for a file given by record_count and "
+                       f"bounds; a file with rows counts its own nulls", spec, "null_counts")
     if "rows" in spec:
         rows = _rows(ctx, table, spec["rows"], spec, "rows")
         try:
@@ -386,6 +390,17 @@ def _data_file(ctx: _Ctx, table: TableConfig, name: str, spec: LineDict) -> Data
             raise ctx.fail(f"file {name}: lower bound of {col} is above its upper bound", bnode, col)
         lower[col], upper[col] = lo, hi
     nulls = spec.get("null_counts") or {}
+    if nulls:
+        nulls = ctx.mapping(nulls, f"file {name}: null_counts", spec, "null_counts")
+    for col, n in nulls.items():
+        # the metrics evaluators compare these with the record count (a column of nulls
+        # only): a count that is no count would decide which files a filter may match
+        if col not in types:
+            raise ctx.fail(f"file {name}: null_counts column {col!r} is not in the schema",
+                           nulls, col)
+        if type(n) is not int or not 0 <= n <= count:
+            raise ctx.fail(f"file {name}: null_counts of {col} must be an integer from 0 to "
+                           f"the record_count {count}, not {n!r}", nulls, col)
     return DataFile(name, partition, count, pairs(lower), pairs(upper), pairs(dict(nulls)), None)
 
 

@@ -10,11 +10,27 @@ import tempfile
 import time
 from typing import Callable
 
-from icecheck.traces.format import write_atomic
+from icecheck.scenarios.errors import InputError
+from icecheck.traces.format import check_writable_dir, write_atomic
 
 from .distributed import SHIPPED_DIR_CONF, reset, run_cells, spark_session, write_parquet
 from .report import write_reports
 from .space import Filters, cells, load_space, space_summary
+
+
+def check_out_dir(out: str, option: str = "--out", subfolders: bool = True) -> None:
+    """Fail before the first cell runs, with exit 2 naming ``option``, when ``out`` cannot be
+    the sweep's folder: a file of that name (or, with ``subfolders``, of one of the folders a
+    resumed run writes in; ``--fresh`` removes those) would otherwise end the run in a
+    traceback, the scaling run's only after every master ran."""
+    from .distributed import CELLS_DIR
+
+    subs = (os.path.join(out, CELLS_DIR), os.path.join(out, "traces")) if subfolders else ()
+    for p in (out, *subs):
+        if os.path.exists(p) and not os.path.isdir(p):
+            raise InputError(f"{p!r} is a file, not a folder; name a folder for the sweep's "
+                             f"results", option)
+    check_writable_dir(out, option)
 
 
 def sweep(master: str | None, out: str, *, space_path: str | None = None,
@@ -30,7 +46,7 @@ def sweep(master: str | None, out: str, *, space_path: str | None = None,
     t0 = time.monotonic()
     space = load_space(space_path)
     todo, skipped = cells(space, filters)
-    os.makedirs(out, exist_ok=True)
+    check_out_dir(out, subfolders=resume)
     if not resume:
         reset(out)
     if executor != "spark":
@@ -95,6 +111,7 @@ def scaling(out_dir: str, *, space_path: str | None = None, filters: Filters | N
             on_progress: Callable[[str, int, int], None] | None = None) -> dict:
     """The same sweep on each master, fresh each time (no resume), in one run; the speedup
     of each master over the first one. Writes ``<out_dir>/sweep-scaling.{json,md}``."""
+    check_out_dir(out_dir, "--scaling-out", subfolders=False)
     runs = []
     for master in masters:
         tmp = tempfile.mkdtemp(prefix="icecheck-scaling-")

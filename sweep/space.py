@@ -67,8 +67,34 @@ def load_space(path: str | None = None) -> Space:
     unknown = set(doc) - {"profiles", "catalogs", "format_versions", "commands", "combos",
                           "initial_rows", "bounds", "hypothesis", "mixes"}
     if unknown:
-        raise InputError(f"unknown key(s) {sorted(unknown)}", path,
+        raise InputError(f"unknown key(s) {sorted(unknown, key=str)}", path,
                          _line(doc, sorted(unknown, key=str)[0]))
+    for need in ("commands", "combos"):
+        if need not in doc:
+            raise InputError(f"the space needs {need!r}", path, getattr(doc, "line", 1))
+    # the shape of every section first, each at its line: a string where a list belongs would
+    # be read letter by letter ("unknown profile 's'"), a number or null end in a TypeError
+    _seq(doc, "profiles", path, "of profile names", str)
+    _seq(doc, "catalogs", path, "of catalog names", str)
+    _seq(doc, "format_versions", path, "of format versions (2, 3)")
+    _seq(doc, "combos", path, "of combinations such as [DELETE, UPDATE]", list)
+    _seq(doc, "mixes", path, "of mixes such as [spark-3.5-cow-serializable, "
+                            "pyiceberg-0.12-serializable]")
+    _seq(doc, "initial_rows", path, "of rows such as [1, v0]", list, empty=True)
+    for key in ("commands", "bounds", "hypothesis"):
+        if key in doc and not (doc[key] is None and key != "commands") \
+                and not isinstance(doc[key], dict):
+            raise InputError(f"{key} must be a mapping, not {_kind(doc[key])}", path,
+                             _line(doc, key))
+    for i, combo in enumerate(doc["combos"]):
+        if not all(isinstance(c, str) for c in combo):
+            raise InputError(f"combos[{i}] must be a list of command names, not {combo!r}",
+                             path, _line(doc, "combos", i))
+    for name, command in doc["commands"].items():
+        if not isinstance(command, dict):
+            raise InputError(f"command {name}: a command is a mapping such as {{sql: DELETE, "
+                             f"where: 'id = 1'}}, not {_kind(command)}", path,
+                             _line(doc, "commands", name))
     try:
         space = Space(
             profiles=[str(p) for p in doc.get("profiles") or []],
@@ -88,6 +114,37 @@ def load_space(path: str | None = None) -> Space:
         raise InputError(f"malformed sweep space: {type(e).__name__}: {e}", path) from None
     _validate(space, doc)
     return space
+
+
+def _kind(value: Any) -> str:
+    from icecheck.scenarios.yamlload import kind_of
+    return kind_of(value)
+
+
+def _seq(doc: dict, key: str, path: str, what: str, item: type | None = None,
+         empty: bool = False) -> None:
+    """``doc[key]``, when given, is a list (non-empty unless ``empty``: an empty list of
+    profiles, catalogs, format versions, combinations or mixes makes a matrix without that
+    axis, silently) whose items are of type ``item`` and not repeated (a repeated one runs
+    its cells twice)."""
+    if key not in doc:
+        return
+    value = doc[key]
+    if not isinstance(value, list):
+        raise InputError(f"{key} must be a list {what}, not {_kind(value)}", path,
+                         _line(doc, key))
+    if not value and not empty:
+        raise InputError(f"{key} is empty; list one or more, or leave {key} out", path,
+                         _line(doc, key))
+    seen = []
+    for i, v in enumerate(value):
+        if item is not None and (not isinstance(v, item) or isinstance(v, bool)):
+            raise InputError(f"{key}[{i}] must be {'a name' if item is str else 'a list'}, "
+                             f"not {_kind(v)}", path, _line(doc, key, i))
+        if v in seen and key != "initial_rows":
+            raise InputError(f"{key}[{i}] repeats {v!r}; each is listed once", path,
+                             _line(doc, key, i))
+        seen.append(v)
 
 
 def _mix_combos(value: Any, path: str, line: int | None) -> list[list[str]] | None:
@@ -171,10 +228,17 @@ def _validate(space: Space, doc: Any = None) -> None:
             raise InputError(f"unknown catalog {c!r}; expected one of {', '.join(cat.KINDS)}",
                              path, _line(doc, "catalogs", i))
     for i, v in enumerate(space.format_versions):
-        check_number(v, "format_versions", path, low=1, high=3,
+        # the model's tables are v2 or v3 (ExploreConfig): a v1 cell could only fail
+        check_number(v, "format_versions", path, low=2, high=3,
                      line=_line(doc, "format_versions", i))
+    if not space.commands:
+        raise InputError("commands is empty; a space names one or more command templates",
+                         path, _line(doc, "commands"))
     for name, command in space.commands.items():
         _string_keys(command, path, f"command {name}", _line(doc, "commands", name))
+        _check_command(name, command, space.format_versions, path,
+                       _line(doc, "commands", name))
+    _check_rows(space.initial_rows, path, doc)
     for i, combo in enumerate(space.combos + [c for cs in space.mix_combos or [] if cs
                                               for c in cs]):
         where = "combos" if i < len(space.combos) else "mixes"
@@ -210,6 +274,48 @@ def _validate(space: Space, doc: Any = None) -> None:
     number("hypothesis", "max_examples", low=1, high=1_000_000)
     number("hypothesis", "seed", low=0, high=2**63)
     number("hypothesis", "time_budget", low=0.001, high=86_400, integer=False)
+
+
+def _check_command(name: str, template: dict, format_versions: list[int], path: str,
+                   line: int | None) -> None:
+    """A command template, its placeholders filled in as writer 1's first operation, read as
+    the scenario format reads a command (on the sweep's table, at each format version of the
+    space): an unknown ``sql``, key or column is refused here at its line, not found by each
+    cell at run time (or taken for a command no profile has a rule for: not applicable)."""
+    from icecheck.engines.config import ExploreConfig, _freeze, command_of, table_config
+
+    if not template:         # frozen, {} would be read as an empty list
+        raise InputError(f"command {name}: an empty mapping; a command needs sql, such as "
+                         f"{{sql: DELETE, where: 'id = 1'}}", path, line)
+    for fv in format_versions:
+        table = table_config(ExploreConfig(profile="", format_version=fv), path)
+        try:
+            command_of(table, _freeze(fill(template, 1, 1)), path)
+        except InputError as e:
+            raise InputError(f"command {name}: {e.detail}", path, line) from None
+
+
+def _check_rows(rows: list, path: str, doc: Any) -> None:
+    """``initial_rows`` fit the sweep's table (``ExploreConfig``'s schema: id int, v string);
+    a row that does not would fail every cell at run time."""
+    from icecheck.engines.config import ExploreConfig
+    from icecheck.models.table import INT_RANGES
+
+    schema = ExploreConfig(profile="").schema
+    for i, row in enumerate(rows):
+        line = _line(doc, "initial_rows", i)
+        if len(row) != len(schema):
+            raise InputError(f"initial_rows[{i}] must have {len(schema)} values "
+                             f"({', '.join(c for c, _ in schema)}), not {row!r}", path, line)
+        for (col, typ), v in zip(schema, row):
+            if v is None:
+                continue
+            ok = (not isinstance(v, bool) and isinstance(v, int)
+                  and INT_RANGES[typ][0] <= v <= INT_RANGES[typ][1]) if typ in INT_RANGES \
+                else isinstance(v, str)
+            if not ok:
+                raise InputError(f"initial_rows[{i}]: {v!r} is not a value of column {col} "
+                                 f"({typ})", path, line)
 
 
 # -- filters ----------------------------------------------------------------------------------

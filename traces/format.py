@@ -243,9 +243,23 @@ def check_trace(doc: Any, path: str = "<trace>", text: str | None = None) -> Non
             for v in verdict["violations"]):
         raise bad("field 'verdict.violations' must be a list of objects with a 'property'",
                   "violations")
-    if not isinstance(verdict["outcomes"], dict):
+    if not all(isinstance(v.get("message"), str) for v in verdict["violations"]):
+        raise bad("field 'verdict.violations': each 'message' must be a string", "violations")
+    if not isinstance(verdict["outcomes"], dict) or not all(
+            isinstance(outs, list) and all(isinstance(o, str) for o in outs)
+            for outs in verdict["outcomes"].values()):
         raise bad("field 'verdict.outcomes' must be an object (writer -> list of outcomes)",
                   "outcomes")
+    # the optional fields every reader shows (trace show's title and status line, the
+    # explorer's and ITF's description): of their type, or absent or null
+    for key in ("id", "title"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise bad(f"field '{key}' must be a string", key)
+    exp = doc.get("expectation")
+    if exp is not None and (not isinstance(exp, dict) or not all(
+            exp.get(k) is None or isinstance(exp[k], str) for k in ("status", "reason", "trace"))):
+        raise bad("field 'expectation' must be null or an object with string 'status', "
+                  "'reason' and 'trace'", "expectation")
     if not isinstance(doc["explanation"], str):
         raise bad("field 'explanation' must be a string", "explanation")
     states = doc["states"]

@@ -10,6 +10,7 @@ import textwrap
 from dataclasses import dataclass
 
 from icecheck.engines.config import ExploreConfig
+from icecheck.scenarios.errors import InputError
 
 from .execute import Run, model_for, run_actions
 from .explain import StepEvent, step_events, table_text
@@ -35,10 +36,18 @@ class Timeline:
     commits: dict | None = None        # step -> (files it added, rows after) for the SVG
 
 
-def build_timeline(doc: dict) -> Timeline:
-    cfg = ExploreConfig.from_json(doc["config"])
-    model = model_for(cfg)
-    run: Run = run_actions(model, doc["actions"])
+def build_timeline(doc: dict, path: str | None = None) -> Timeline:
+    """``doc``: a checked trace (``format.load_trace``); ``path`` its file, named by the
+    messages about a malformed configuration (``<trace>`` when it has none)."""
+    where = f"{path or '<trace>'}: field 'config'"
+    try:
+        cfg = ExploreConfig.from_json(doc["config"], where)
+        model = model_for(cfg, where)
+        run: Run = run_actions(model, doc["actions"])
+    except (KeyError, TypeError, ValueError) as e:
+        # as replay_file says it: a configuration the model cannot start from (a partition
+        # field on a column the schema lacks fails only when the first row is placed)
+        raise InputError(f"malformed trace: {type(e).__name__}: {e}", path) from None
     events = step_events(model, cfg.key, run)
     writers = [w.name for w in run.final.writers
                if any(e.writer == w.name for e in events)] or [w.name for w in run.final.writers]
@@ -78,8 +87,9 @@ MARK = "==== from here the anomaly is inevitable ===="
 
 
 
-def render_text(doc: dict, width: int = COLUMN, tl: Timeline | None = None) -> str:
-    tl = tl or build_timeline(doc)
+def render_text(doc: dict, width: int = COLUMN, tl: Timeline | None = None,
+                path: str | None = None) -> str:
+    tl = tl or build_timeline(doc, path)
     cols = tl.writers + ["table"]
     lines = [tl.title, "start: " + tl.start, ""]
     header = "step  " + "".join(c.ljust(width) for c in cols)
@@ -113,12 +123,12 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_graph(doc: dict, tl: Timeline | None = None):
+def render_graph(doc: dict, tl: Timeline | None = None, path: str | None = None):
     """A ``graphviz.Digraph``: a grid with a column per writer and a row per step; the step
     after which the anomaly was inevitable is drawn in orange."""
     import graphviz
 
-    tl = tl or build_timeline(doc)
+    tl = tl or build_timeline(doc, path)
     g = graphviz.Digraph("timeline", graph_attr={"rankdir": "TB", "nodesep": "0.3",
                                                   "ranksep": "0.25", "label": _esc(tl.title),
                                                   "labelloc": "t", "fontname": "Helvetica"},
