@@ -219,9 +219,13 @@ def _no_starting_seq(c: dict) -> dict:
 
 
 def _catalog_cas(lines, doc):
+    """``kind: cas``; a catalog given by name (docs/catalogs.md) becomes a REST catalog, whose
+    commit is a compare-and-swap."""
     node = doc.get("catalog")
     if isinstance(node, LineDict) and "kind" in node:
         return _set_on_line(lines, node.line_of("kind"), "kind", "cas")
+    if isinstance(node, LineDict) and "name" in node:
+        return _set_on_line(lines, node.line_of("name"), "name", "rest")
     if isinstance(node, str):
         return _set_on_line(lines, doc.line_of("catalog"), "catalog", "cas")
     return None
