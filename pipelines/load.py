@@ -10,10 +10,11 @@ that is exactly ``"{key}"`` becomes the key itself (an int when the key is).
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from icecheck.engines.config import ExploreConfig, _freeze, build_model_config, command_of, \
@@ -23,11 +24,33 @@ from icecheck.models.profiles import get_profile, load_profiles, property_confli
 from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_file
 
-TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds"}
+TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds",
+            "schedule", "accept"}
 JOB_KEYS = {"name", "profile", "program"}
-BOUND_KEYS = {"max_states", "max_examples", "seed"}
+BOUND_KEYS = {"max_states", "max_examples", "seed", "search"}
+ACCEPT_KEYS = {"anomaly", "jobs", "reason", "until"}
+#: bounds.search: ``exhaustive`` (the default) proves an absence or ends INCONCLUSIVE when the
+#: bound cuts it; ``sample`` asks for Hypothesis sampling only (absence not proven)
+SEARCH_MODES = ("exhaustive", "sample")
 STARTER = os.path.join(os.path.dirname(__file__), "starter.yaml")
 _PLACEHOLDER = re.compile(r"\{(key|partition|job)\}")
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A risk the team accepted (``accept:``): an anomaly (a property) on some jobs, why, and
+    until when. An expired one takes nothing: its anomaly fails the gate again."""
+    line: int | None
+    anomaly: str
+    jobs: tuple[str, ...]          # () any jobs
+    reason: str
+    until: datetime.date | None
+    expired: bool
+
+    def describe(self) -> str:
+        on = f" on {', '.join(self.jobs)}" if self.jobs else ""
+        until = f" until {self.until.isoformat()}" if self.until else ""
+        return f"{self.anomaly}{on}{until} (line {self.line}): {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -39,6 +62,14 @@ class Pipeline:
     max_states: int
     max_examples: int
     seed: int
+    search: str = "exhaustive"          # bounds.search (SEARCH_MODES)
+    acceptances: tuple[Acceptance, ...] = ()
+    schedule: tuple[tuple[str, str, str], ...] = ()   # (kind, job, job), as written
+
+    def job_of(self, writer: str) -> str:
+        """The job name of writer ``w{i}``."""
+        i = int(writer[1:]) if writer[1:].isdigit() else 0
+        return self.jobs[i - 1][0] if 1 <= i <= len(self.jobs) else writer
 
 
 def _line(node: Any, key: Any = None) -> int | None:
@@ -161,7 +192,95 @@ def _check_table(t: dict, schema: dict, spec: list, props: dict, path: str) -> N
             raise InputError(f"table.properties: {problem}", path, _line(props, k))
 
 
-def load_pipeline(path: str) -> Pipeline:
+def _job_names(node: Any, what: str, names: list[str], path: str, line) -> list[int]:
+    """Writer indexes (1-based) of the job names ``node`` lists."""
+    if isinstance(node, str):
+        node = [node]
+    if not isinstance(node, list) or not node or not all(isinstance(n, str) for n in node):
+        raise InputError(f"{what} must list job names, not {kind_of(node)}", path, line)
+    out = []
+    for n in node:
+        if n not in names:
+            raise InputError(f"{what}: no job is named {n!r}; the jobs are "
+                             f"{', '.join(names)}", path, line)
+        out.append(names.index(n) + 1)
+    return out
+
+
+def _schedule(doc: dict, names: list[str], path: str) -> tuple[tuple, tuple]:
+    """``schedule:`` as (the configuration's (kind, i, j) constraints, (kind, job, job) as
+    written). ``never_overlap: [a, b, ...]``: no two of them run at once; ``sequence: [a, b,
+    ...]``: each starts only after the one before it has ended (models/schedule.py)."""
+    from icecheck.models.schedule import AFTER, NEVER_OVERLAP, schedule_error
+    node = doc.get("schedule", [])
+    if not isinstance(node, list):
+        raise InputError("schedule must be a list such as [{never_overlap: [a, b]}, {sequence: "
+                         "[a, b]}]", path, _line(doc, "schedule"))
+    out, written = [], []
+    for n, c in enumerate(node):
+        line = _line(node, n)
+        if not isinstance(c, dict) or len(c) != 1 or next(iter(c)) not in ("never_overlap",
+                                                                           "sequence"):
+            raise InputError("a schedule entry is one of {never_overlap: [job, job, ...]} or "
+                             "{sequence: [job, job, ...]}", path, line)
+        kind, jobs = next(iter(c.items()))
+        idx = _job_names(jobs, f"schedule.{kind}", names, path, line)
+        if len(idx) < 2 or len(set(idx)) != len(idx):
+            raise InputError(f"schedule.{kind} names two or more different jobs", path, line)
+        if kind == "never_overlap":
+            pairs = [(NEVER_OVERLAP, a, b) for a, b in itertools.combinations(idx, 2)]
+        else:
+            pairs = [(AFTER, b, a) for a, b in zip(idx, idx[1:])]
+        out += pairs
+        written += [(k, names[a - 1], names[b - 1]) for k, a, b in pairs]
+        problem = schedule_error([list(x) for x in out], len(names))
+        if problem:
+            raise InputError(problem, path, line)
+    return tuple(out), tuple(written)
+
+
+def _accept(doc: dict, names: list[str], path: str, today: datetime.date) -> tuple:
+    """``accept:``: the risks the team accepted, each ``{anomaly, jobs, reason, until}``."""
+    from icecheck.properties.violation import PROPERTIES
+    node = doc.get("accept", [])
+    if not isinstance(node, list):
+        raise InputError("accept must be a list of {anomaly, jobs, reason, until}", path,
+                         _line(doc, "accept"))
+    out = []
+    for n, a in enumerate(node):
+        line = _line(node, n)
+        a = _mapping(a, f"accept[{n}]", path, ACCEPT_KEYS, line)
+        anomaly = a.get("anomaly")
+        if anomaly not in PROPERTIES:
+            raise InputError(f"accept[{n}].anomaly must be one of {', '.join(PROPERTIES)}, not "
+                             f"{anomaly!r}", path, _line(a, "anomaly") or line)
+        reason = a.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"accept[{n}] needs a reason: why the team accepts this risk", path,
+                             _line(a, "reason") or line)
+        jobs = tuple(names[i - 1] for i in _job_names(a["jobs"], f"accept[{n}].jobs", names,
+                                                       path, _line(a, "jobs"))) \
+            if "jobs" in a else ()
+        until = a.get("until")
+        if until is not None:
+            if isinstance(until, datetime.datetime):
+                until = until.date()
+            elif isinstance(until, str):
+                try:
+                    until = datetime.date.fromisoformat(until)
+                except ValueError:
+                    pass    # refused just below, as written
+            if not isinstance(until, datetime.date):
+                raise InputError(f"accept[{n}].until must be a date such as 2027-01-31, not "
+                                 f"{a.get('until')!r}", path, _line(a, "until"))
+        out.append(Acceptance(line, anomaly, jobs, " ".join(reason.split()), until,
+                              until is not None and until < today))
+    return tuple(out)
+
+
+def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
+    """``today`` decides which acceptances have expired (default: the machine's date)."""
+    today = today or datetime.date.today()
     doc = load_yaml_file(path)
     doc = _mapping(doc, "the pipeline", path, TOP_KEYS, 1)
     _text(doc, "name", "", path)
@@ -277,7 +396,24 @@ def load_pipeline(path: str) -> Pipeline:
     except InputError as e:
         raise InputError(e.detail, path, _line(doc, "table")) from None
     bounds = _mapping(doc.get("bounds", {}), "bounds", path, BOUND_KEYS, _line(doc, "bounds"))
+    search = bounds.get("search", "exhaustive")
+    if search not in SEARCH_MODES:
+        raise InputError(f"bounds.search must be one of {', '.join(SEARCH_MODES)}, not "
+                         f"{search!r}", path, _line(bounds, "search"))
+    names = [n for n, _ in jobs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"two jobs are named {dup!r}; each job needs its own name (verdicts "
+                         f"and explanations name jobs)", path, _line(doc, "jobs"))
+    schedule, written = _schedule(doc, names, path)
+    acceptances = _accept(doc, names, path, today)
+    # the gate's judgement: what readers see always fails, but for the risks accepted (and
+    # not expired); the schedule is part of the runs the model explores
+    cfg = replace(cfg, schedule=schedule, protect_readers=True, accepted=tuple(
+        (a.anomaly, tuple(names.index(j) + 1 for j in a.jobs), a.reason)
+        for a in acceptances if not a.expired))
     return Pipeline(path, cfg.name, cfg, tuple(jobs),
                     _int(bounds, "max_states", 200_000, 1, 10_000_000, path, "bounds"),
                     _int(bounds, "max_examples", 500, 1, 1_000_000, path, "bounds"),
-                    _int(bounds, "seed", 0, 0, 2**32 - 1, path, "bounds"))
+                    _int(bounds, "seed", 0, 0, 2**32 - 1, path, "bounds"),
+                    search, acceptances, written)

@@ -123,9 +123,11 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_graph(doc: dict, tl: Timeline | None = None, path: str | None = None):
+def render_graph(doc: dict, tl: Timeline | None = None, path: str | None = None,
+                 lanes: dict[str, str] | None = None):
     """A ``graphviz.Digraph``: a grid with a column per writer and a row per step; the step
-    after which the anomaly was inevitable is drawn in orange."""
+    after which the anomaly was inevitable is drawn in orange. ``lanes``: a heading per
+    writer (a pipeline names each by its job)."""
     import graphviz
 
     tl = tl or build_timeline(doc, path)
@@ -140,7 +142,8 @@ def render_graph(doc: dict, tl: Timeline | None = None, path: str | None = None)
         s.attr(rank="same")
         s.node("step_h", "", shape="plaintext")
         for c in cols:
-            s.node(f"{c}_h", c, shape="plaintext", fontsize="12", style="")
+            s.node(f"{c}_h", _esc((lanes or {}).get(c, c)), shape="plaintext", fontsize="12",
+                   style="")
     prev = {c: f"{c}_h" for c in cols + ["step"]}
     for n, e in tl.rows:
         with g.subgraph() as s:
@@ -177,13 +180,16 @@ def render_graph(doc: dict, tl: Timeline | None = None, path: str | None = None)
 
 def render_svg(doc: dict, out_path: str) -> str:
     """Write the timeline as SVG to ``out_path`` (atomically). Needs Graphviz's ``dot``."""
+    from .format import write_atomic
+
+    write_atomic(out_path, svg_text(doc))
+    return out_path
+
+
+def svg_text(doc: dict, lanes: dict[str, str] | None = None) -> str:
+    """The timeline as SVG text (``render_graph``); needs Graphviz's ``dot``."""
     if shutil.which("dot") is None:
         raise GraphvizMissing("SVG timelines need Graphviz's `dot` program, which is not "
                               "installed: run `apt-get install graphviz` (Debian/Ubuntu) or "
                               "`brew install graphviz` (macOS)")
-    from .format import write_atomic
-
-    g = render_graph(doc)
-    svg = g.pipe(format="svg").decode("utf-8")
-    write_atomic(out_path, svg)
-    return out_path
+    return render_graph(doc, lanes=lanes).pipe(format="svg").decode("utf-8")
