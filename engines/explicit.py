@@ -1223,14 +1223,62 @@ def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) ->
                   "search_actions": list(actions), "shortest": engine in SHORTEST})
 
 
+class TraceError(RuntimeError):
+    """A violation the search found whose actions do not reproduce it on a fresh model: a
+    model step that is not a function of what its memo key reads (issue 45: a crash read the
+    table's head, CRASH not being in ``READS_HEAD``), or a verdict memo key that misses what a
+    property reads. Reported, never a violation without a trace."""
+
+
 def attach_traces(res: Result) -> None:
+    """Give every violation and allowed anomaly its trace: canonical and minimal
+    (``trace_for``), or, when renaming the writers or dropping idle ones changed what the
+    actions do, the search's own actions on the explored configuration. Until issue 45 a
+    ValueError there left the violation with no trace, which a pipeline reported as a MUST
+    HOLD with an empty explanation; now a violation whose own actions do not reproduce it
+    with the same kind (violation or allowed) raises ``TraceError``."""
     for v in list(res.violations.values()) + list(res.allowed.values()):
-        if v.trace is None:
-            try:
-                v.trace = trace_for(res.config, v.actions, v.property, res.engine)
-            except ValueError:
-                # e.g. minimize_config found the violation depends on an idle writer's presence
-                v.trace = None
+        if v.trace is not None:
+            continue
+        try:
+            trace = trace_for(res.config, v.actions, v.property, res.engine)
+        except ValueError:
+            trace = None
+        if trace is None or _kind_of(trace) != v.unexpected:
+            trace = _raw_trace(res, v)
+        v.trace = trace
+
+
+def _kind_of(trace: dict) -> bool:
+    """Does the trace show its property as a violation (True) or allowed (False)?"""
+    from icecheck.traces import format as fmt
+    return trace["kind"] == fmt.KIND_VIOLATION
+
+
+def _raw_trace(res: Result, v: Violation) -> dict:
+    """The trace of the search's own actions on the explored configuration (no renaming, no
+    minimization), or ``TraceError`` when even they do not reproduce ``v``."""
+    from icecheck.engines.hypothesis_engine import trace_name
+    from icecheck.traces.execute import build_trace
+    cfg = res.config
+    try:
+        trace = build_trace(
+            cfg, v.actions, property=v.property, trace_id=trace_name(cfg, v.property),
+            title=f"{v.property} under {cfg.profile_label} ({cfg.catalog}, "
+                  f"v{cfg.format_version})",
+            found_by={"engine": res.engine, "explored_config": cfg.name,
+                      "search_actions": list(v.actions), "shortest": res.engine in SHORTEST,
+                      "canonical": False,
+                      "writer_of": {f"w{i}": f"w{i}" for i in range(1, len(cfg.writers) + 1)}})
+    except ValueError as e:
+        raise TraceError(f"the search found {v.property!r} along {v.actions}, but these "
+                         f"actions do not reproduce it on a fresh model: {e}") from None
+    if _kind_of(trace) != v.unexpected:
+        raise TraceError(f"the search found {v.property!r} "
+                         f"{'violated' if v.unexpected else 'allowed'} along {v.actions}, but "
+                         f"on a fresh model these actions show it "
+                         f"{'violated' if _kind_of(trace) else 'allowed'}")
+    return trace
 
 
 # -- searches from a given state ------------------------------------------------------------
