@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
-from icecheck.engines.por import sleep_after
+from icecheck.engines.por import applies as por_applies, sleep_after
 from icecheck.engines.symmetry import Fingerprinter, check_bounds
 from icecheck.models import system as S
 from icecheck.models.commands import PlanError
@@ -825,6 +825,7 @@ def search(cfg: ExploreConfig, *, engine: str = BFS, symmetry: bool = True, por:
     for a checkpoint that is corrupt or of another search. ``bounds.max_memory_mb`` stops the
     search (``stopped == "memory bound"``) when its processes hold more resident memory.
     """
+    por = por and por_applies(cfg)
     if symmetry:
         check_bounds(cfg)
     elapsed = 0.0
@@ -1209,10 +1210,11 @@ def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) ->
     """The corpus-format trace of ``actions`` (canonicalized: writers renamed by first action;
     writers that never act are dropped from the configuration)."""
     from icecheck.engines.hypothesis_engine import trace_name
-    from icecheck.traces.canonical import canonicalize, minimize_config
+    from icecheck.traces.canonical import canonicalize, minimize_config, writer_of
     from icecheck.traces.execute import build_trace
 
-    c_cfg, c_acts = canonicalize(cfg, actions)
+    renamed: dict[str, str] = {}
+    c_cfg, c_acts = canonicalize(cfg, actions, renamed)
     c_cfg = minimize_config(c_cfg, c_acts, prop)
     return build_trace(
         c_cfg, c_acts, property=prop, trace_id=trace_name(c_cfg, prop),
@@ -1220,7 +1222,8 @@ def trace_for(cfg: ExploreConfig, actions: list[str], prop: str, engine: str) ->
         # engines their profiles move with them
         title=f"{prop} under {c_cfg.profile_label} ({cfg.catalog}, v{cfg.format_version})",
         found_by={"engine": engine, "explored_config": cfg.name,
-                  "search_actions": list(actions), "shortest": engine in SHORTEST})
+                  "search_actions": list(actions), "shortest": engine in SHORTEST,
+                  "writer_of": writer_of(renamed, c_cfg)})
 
 
 class TraceError(RuntimeError):
