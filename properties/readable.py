@@ -28,7 +28,7 @@ def check(a: Analysis) -> list[Violation]:
         # the snapshot's own writer was told its commit failed although the catalog applied
         # it (a phantom failure): Java's SnapshotProducer.cleanAll then deletes what that
         # attempt wrote, the current manifest list included (docs/findings.md)
-        op = a.history.by_snapshot.get(sid) if sid is not None else None
+        op = a.history.by_snapshot.get(_writer_snapshot(a, what, path, sid))
         phantom = bool(op is not None and op.record is not None and op.record.applied
                        and op.outcome != COMMITTED)
         out.append(Violation(
@@ -40,6 +40,20 @@ def check(a: Analysis) -> list[Violation]:
             VIOLATION, {"object": what, "path": path, "snapshot_id": sid,
                         "applied_but_told_failed": phantom}))
     return out
+
+
+def _writer_snapshot(a: Analysis, what: str, path: str, sid: int | None) -> int | None:
+    """The snapshot whose commit wrote the missing object: a manifest list's own, a manifest's
+    ``added_snapshot_id`` (read from the store's archive, which keeps deleted objects), else
+    the snapshot that reads it. A snapshot built on a phantom one reads the manifest the
+    phantom attempt wrote, which cleanAll deleted: that clean-up is the phantom writer's, not
+    the reader's (issue 45, tests/test_fault_combinations.py)."""
+    obj = a.history.state.store.archive().get(path)
+    if what == "manifest" and obj is not None:
+        return getattr(obj, "added_snapshot_id", sid)
+    if what == "manifest list" and obj is not None:
+        return getattr(obj, "snapshot_id", sid)
+    return sid
 
 
 def _missing(h) -> list:

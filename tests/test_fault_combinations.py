@@ -111,22 +111,7 @@ def expected(kind: str, flags: tuple) -> dict[str, str]:
 
 
 # Where the model is still wrong, outside this files (strict: each fails once fixed).
-READABLE_ATTRIBUTION = (
-    "properties/readable.py marks a missing object as the phantom failure's clean-up only when "
-    "the snapshot READING it is the failed writer's; here the other writer's snapshot, built on "
-    "the phantom one, reads the manifest cleanAll deleted, so the same Java finding is judged "
-    "must_hold")
-
-
-def _verdict_case(case):
-    table, kind, flags = case
-    marks = []
-    if table == "appends" and kind in (CAS, PUT_IF_ABSENT) and flags[2]:
-        marks.append(pytest.mark.xfail(reason=READABLE_ATTRIBUTION, strict=True))
-    return pytest.param(*case, id=_id(case), marks=marks)
-
-
-@pytest.mark.parametrize("table, kind, flags", [_verdict_case(c) for c in CASES])
+@pytest.mark.parametrize("table, kind, flags", [pytest.param(*c, id=_id(c)) for c in CASES])
 def test_verdicts_are_javas(table, kind, flags):
     assert _statuses(_explore(table, kind, flags, False)) == expected(kind, flags)
 
