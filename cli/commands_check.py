@@ -302,6 +302,7 @@ def check(ctx: click.Context, time_budget: float, reports_dir: str,
     given = {name for name in ("time_budget", "explorations_path", "corpus", "no_fix")
              if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
     if pipeline is not None:
+        from icecheck.engines.explicit import TraceError
         from icecheck.pipelines.check import run as run_pipeline
         for name, option in (("explorations_path", "--explorations"), ("corpus", "--corpus")):
             if name in given:
@@ -315,6 +316,11 @@ def check(ctx: click.Context, time_budget: float, reports_dir: str,
                                   fix=not no_fix))
         except InputError as e:
             fail_input(e)
+        except TraceError as e:
+            # a violation the search found that a fresh model does not reproduce: a model bug,
+            # never a verdict to print or pass (engines.explicit.attach_traces)
+            err.print(f"icecheck: internal error, please report it: {escape(str(e))}")
+            sys.exit(EXIT_FAILED)
     if "no_fix" in given:
         fail_input(InputError("--no-fix applies to a pipeline check (icecheck check "
                               "PIPELINE.yaml)", "--no-fix"))
