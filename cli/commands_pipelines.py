@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import shlex
-import tempfile
 
 import click
 
@@ -29,16 +28,9 @@ def _create(path: str, text: str) -> None:
         os.makedirs(folder, exist_ok=True)
     except FileExistsError:          # a file, or a dangling link, where a folder should be
         raise NotADirectoryError(errno.ENOTDIR, f"{folder!r} is not a folder") from None
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=folder)
+    from icecheck.traces.format import write_temp
+    tmp = write_temp(path, text)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
         try:
             os.link(tmp, path)
             return

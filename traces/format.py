@@ -103,16 +103,7 @@ def write_together(files: dict[str, str]) -> None:
             folder = os.path.dirname(os.path.abspath(path))
             os.makedirs(folder, exist_ok=True)
             remove_stale_temps(path)
-            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
-                                       suffix=".tmp", dir=folder)
-            temps.append((tmp, path))
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+            temps.append((write_temp(path, text), path))
         for tmp, path in temps:
             os.replace(tmp, path)
     except BaseException:
@@ -122,6 +113,31 @@ def write_together(files: dict[str, str]) -> None:
             except OSError:
                 pass
         raise
+
+
+def write_temp(path: str, text: str) -> str:
+    """A fsynced temporary file beside ``path`` holding ``text``, with the permissions a new
+    file gets (``.<name>.<random>.tmp``, which ``remove_stale_temps`` knows): the first half
+    of every write that must never leave a half-written file (``write_together``, and
+    ``icecheck init``, which links it into place). Removed again if writing fails."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                               dir=folder)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return tmp
 
 
 def remove_stale_temps(path: str) -> None:
