@@ -225,8 +225,9 @@ def _check(tmp_path, catalog: str, sub: str):
 def test_two_spark_appends_through_rest_check_with_its_faults(tmp_path):
     """``{name: rest, faults: true}`` is what the model gives for the faults the table says
     Java's REST client sees (a lost reply, an applied-but-failed answer): the same exploration
-    and anomalies as the raw flags, which (as run when this was written) fail lost_write and
-    metadata_integrity: the applied-but-failed append's retry rolls main back."""
+    and anomalies as the raw flags, which fail lost_write and metadata_integrity (the
+    applied-but-failed append's retry rolls main back) and readable (its cleanAll deletes the
+    current manifest list): Java's known findings, each failing the gate."""
     code, named = _check(tmp_path, "{name: rest, faults: true}", "named")
     raw_code, raw = _check(tmp_path, "{kind: cas, faults: true, applied_failed: true}", "raw")
 
@@ -236,7 +237,18 @@ def test_two_spark_appends_through_rest_check_with_its_faults(tmp_path):
     assert (code, named["exploration"], named["passed"], seen(named)) == \
            (raw_code, raw["exploration"], raw["passed"], seen(raw))
     assert code == 1 and named["passed"] is False and named["complete"] is True
-    assert {a["property"] for a in named["anomalies"]} == {"lost_write", "metadata_integrity"}
+    # (readable too since issue 45's fix to engines/por.py: the reduced search reaches the
+    # state where the applied-but-failed retry's cleanAll deleted the current manifest list)
+    assert {a["property"] for a in named["anomalies"]} == {"lost_write", "metadata_integrity",
+                                                         "readable"}
+    assert {a["status"] for a in named["anomalies"]} == {"known_finding"}
+    # its timeline reads the deleted manifest list from the archive (it used to raise
+    # KeyError, so the pipeline's SVG and `trace show` crashed on it)
+    from icecheck.traces.timeline import build_timeline
+    readable = next(a for a in named["anomalies"] if a["property"] == "readable")
+    commits = build_timeline(readable["trace"]).commits
+    assert any("deleted since (reading the table fails)" in line
+               for files, _ in commits.values() for line in files), commits
     assert all(any(s.endswith(".cas_applied_failed") for s in a["trace"]["actions"])
                for a in named["anomalies"])
     # the swap alone: no anomaly

@@ -81,8 +81,14 @@ def commit_lines(model: Model, before: State, after: State, key: str) -> list[st
             gone += [e for e in entries(before.store.archive(), prev) if e.file.path not in now]
         out += [f"removed {e.file.path}: {file_text(e.file)} (data seq {e.data_sequence_number})"
                 for e in gone]
-    for mp in after.store[snap.manifest_list].manifests:
-        for e in after.store[mp].entries:
+    # through the archive: a commit's clean-up (cleanAll after an applied-but-failed swap) may
+    # have deleted the very manifest list the current snapshot names
+    archive = after.store.archive()
+    out += [f"{path}: deleted since (reading the table fails)"
+            for path in [snap.manifest_list] + list(archive[snap.manifest_list].manifests)
+            if path not in after.store]
+    for mp in archive[snap.manifest_list].manifests:
+        for e in archive[mp].entries:
             if e.status != ADDED or e.snapshot_id != snap.snapshot_id:
                 continue
             f = e.file
