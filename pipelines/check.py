@@ -239,9 +239,8 @@ def stale_acceptances(p: Pipeline, outcome: Outcome) -> list:
             continue
         if not outcome.complete:
             continue    # a cut search proves nothing either way
-        others = tuple((a.anomaly, tuple(p.jobs.index(next(j for j in p.jobs if j[0] == n)) + 1
-                                         for n in a.jobs), a.reason)
-                       for a in live if a is not acc)
+        names = [n for n, _ in p.jobs]
+        others = tuple(a.entry(names) for a in live if a is not acc)
         res = search(dc_replace(p.config, accepted=others), engine="bfs",
                      bounds=Bounds(max_states=p.max_states), traces=True,
                      stop_on=frozenset({acc.anomaly}))

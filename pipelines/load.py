@@ -47,6 +47,10 @@ class Acceptance:
     until: datetime.date | None
     expired: bool
 
+    def entry(self, names: list[str]) -> tuple[str, tuple[int, ...], str]:
+        """As ``ExploreConfig.accepted`` holds it: (property, writer indexes, reason)."""
+        return self.anomaly, tuple(names.index(j) + 1 for j in self.jobs), self.reason
+
     def describe(self) -> str:
         on = f" on {', '.join(self.jobs)}" if self.jobs else ""
         until = f" until {self.until.isoformat()}" if self.until else ""
@@ -410,8 +414,7 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     # the gate's judgement: what readers see always fails, but for the risks accepted (and
     # not expired); the schedule is part of the runs the model explores
     cfg = replace(cfg, schedule=schedule, protect_readers=True, accepted=tuple(
-        (a.anomaly, tuple(names.index(j) + 1 for j in a.jobs), a.reason)
-        for a in acceptances if not a.expired))
+        a.entry(names) for a in acceptances if not a.expired))
     return Pipeline(path, cfg.name, cfg, tuple(jobs),
                     _int(bounds, "max_states", 200_000, 1, 10_000_000, path, "bounds"),
                     _int(bounds, "max_examples", 500, 1, 1_000_000, path, "bounds"),
