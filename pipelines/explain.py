@@ -14,6 +14,38 @@ from .load import Pipeline
 
 SHOWN = 4    # alternatives listed per command (a template over a domain has one per value)
 
+#: What each command is, as the team writes it (docs/scenario-format.md, "Commands"): the form a
+#: verdict lists beside the operation the engine commits, so a reader checks both halves.
+FORMS = {
+    "INSERT": "INSERT INTO t VALUES ...",
+    "DELETE": "DELETE FROM t WHERE ...",
+    "UPDATE": "UPDATE t SET ... WHERE ...",
+    "MERGE": "MERGE INTO t USING rows ON key WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED "
+             "THEN INSERT *",
+    "MERGE_INSERT": "MERGE INTO t USING rows ON key WHEN NOT MATCHED THEN INSERT * (no MATCHED "
+                    "clause)",
+    "COMPACT": "CALL system.rewrite_data_files(...)",
+    "OVERWRITE": "overwrite(filter) / static INSERT OVERWRITE",
+    "OVERWRITE_PARTITIONS": "overwritePartitions() / dynamic INSERT OVERWRITE",
+    "OVERWRITE_FILES": "a file-level overwrite (delete_data_file + append_data_file)",
+    "REWRITE_POSITION_DELETES": "CALL system.rewrite_position_delete_files(...)",
+    "REWRITE_MANIFESTS": "CALL system.rewrite_manifests(...)",
+    "EXPIRE": "CALL system.expire_snapshots(..., retain_last => N)",
+    "ADD_FILES": "add_files: register a Parquet file written elsewhere",
+    "UPSERT": "one checkpoint of an upsert sink (equality deletes, then the rows)",
+}
+#: where PyIceberg's API differs from the SQL form
+PYICEBERG_FORMS = {
+    "INSERT": "tbl.append(rows)",
+    "DELETE": "tbl.delete(filter)",
+    "UPDATE": "a read, then tbl.overwrite(rows, filter)",
+    "MERGE": "tbl.upsert(rows)",
+    "MERGE_INSERT": "tbl.upsert(rows, when_matched_update_all=False)",
+    "OVERWRITE": "tbl.overwrite(rows, filter)",
+    "OVERWRITE_PARTITIONS": "tbl.dynamic_partition_overwrite(rows)",
+    "ADD_FILES": "tbl.add_files([path])",
+}
+
 
 def _command(c) -> str:
     """A command's one-line form: its SQL word and its arguments as written (templates already
@@ -38,7 +70,9 @@ def command_lines(p: Pipeline) -> list[str]:
     names = {f"w{i}": name for i, (name, _) in enumerate(p.jobs, 1)}
     lines = []
     for i, ((name, profile), prog) in enumerate(zip(p.jobs, p.config.writers), 1):
-        rules = get_profile(profile).commands
+        prof = get_profile(profile)
+        rules = prof.commands
+        forms = {**FORMS, **(PYICEBERG_FORMS if prof.engine.startswith("pyiceberg") else {})}
         lines.append(f"- job `{name}` ({profile}):")
         for n, entry in enumerate(prog, 1):
             for k, alt in enumerate(entry[:SHOWN]):
@@ -46,7 +80,8 @@ def command_lines(p: Pipeline) -> list[str]:
                 rule = rules.get(sql)
                 how = rule.summary() if rule is not None else "not modelled for this profile"
                 head = f"{n}." if k == 0 else f"{n}. or"
-                lines.append(f"  - {head} {job_text(_command(alt), names)} -> {how}")
+                form = f" = {forms[sql]}" if sql in forms and k == 0 else ""
+                lines.append(f"  - {head} {job_text(_command(alt), names)}{form} -> {how}")
             if len(entry) > SHOWN:
                 lines.append(f"  - {n}. or {len(entry) - SHOWN} more alternatives (the "
                              f"template's other values)")
