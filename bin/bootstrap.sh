@@ -12,6 +12,19 @@ icecheck_pyproject_hash() {
   python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$1"
 }
 
+# icecheck_step WHAT LOG CMD...: run CMD with its output appended to LOG, saying WHAT on one
+# line; on failure, the log's last lines and exit 1.
+icecheck_step() {
+  local what="$1" log="$2"
+  shift 2
+  echo "icecheck: $what..." >&2
+  if ! "$@" >>"$log" 2>&1; then
+    echo "icecheck: $what failed; the last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
 icecheck_bootstrap() {
   local extras="$1"
   ICECHECK_VENV="${ICECHECK_VENV:-$root/.venv}"
@@ -51,12 +64,16 @@ icecheck_bootstrap() {
   done
   local spec="$root"
   [ -n "$all" ] && spec="$root[$all]"
-  # (This machine's pip configuration names find-links folders that may not exist; pip warns
-  # about each. Those lines are noise; every other message goes through.)
-  "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip \
-    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
-  "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$spec" \
-    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) >&2
+  # One line per step; pip's own output (setuptools' build warnings for the data folders the
+  # package ships, about a thousand lines, and this machine's notes on missing find-links
+  # folders) goes to a log, shown only when a step fails.
+  local log="$ICECHECK_VENV/setup.log"
+  : >"$log"
+  echo "icecheck: set-up log: $log" >&2
+  icecheck_step "upgrading pip" "$log" "$ICECHECK_VENV/bin/python" -m pip install -q \
+    --disable-pip-version-check --upgrade pip
+  icecheck_step "installing icecheck${all:+ with [$all]} and its pinned dependencies" "$log" \
+    "$ICECHECK_VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$spec"
   local tmp="$stamp.tmp.$$"
   printf 'tree=%s\npyproject=%s\nextras=,%s%s\n' "$root" "$hash" "$all" "${all:+,}" >"$tmp"
   mv -f "$tmp" "$stamp"

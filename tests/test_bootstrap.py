@@ -56,3 +56,23 @@ def test_stamp_decides_reinstalls(tmp_path):
     (venv / ".icecheck-stamp").write_text(stamp.replace(sha, "0" * 64))
     bootstrap(venv, "")                                    # pyproject.toml changed: reinstall
     assert len(installs(log)) == 5
+
+
+def test_set_up_prints_one_line_per_step_and_the_log_on_failure(tmp_path):
+    """pip's output (about a thousand lines of setuptools warnings on a fresh clone) goes to
+    $ICECHECK_VENV/setup.log; the terminal gets one line per step, and the log's tail only
+    when a step fails."""
+    venv, log = fake_venv(tmp_path)
+    p = bootstrap(venv, "")
+    lines = p.stderr.splitlines()
+    assert lines == [f"icecheck: setting up {venv}...", f"icecheck: set-up log: {venv}/setup.log",
+                     "icecheck: upgrading pip...",
+                     "icecheck: installing icecheck and its pinned dependencies..."], lines
+    (venv / ".icecheck-stamp").unlink()
+    (venv / "bin" / "python").write_text('#!/bin/sh\necho "noisy warning"\nexit 3\n')
+    script = f'root="{ROOT}"; source "{ROOT}/bin/bootstrap.sh"; icecheck_bootstrap ""'
+    q = subprocess.run(["bash", "-c", script], env=dict(os.environ, ICECHECK_VENV=str(venv)),
+                       capture_output=True, text=True, timeout=60)
+    assert q.returncode == 1
+    assert "icecheck: upgrading pip failed; the last lines of" in q.stderr
+    assert "noisy warning" in q.stderr
