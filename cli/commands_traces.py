@@ -24,8 +24,19 @@ def corpus_files() -> list[str]:
     return sorted(glob.glob(os.path.join(corpus_dir(), "*.json")))
 
 
+def resolve_trace(arg: str) -> str:
+    """A trace file as given, or a shipped corpus trace named by its file name with or without
+    ``.json`` (``undelete-v2-mor-snapshot``): from a wheel there is no traces/ folder to name,
+    and a checkout finds the same files either way."""
+    if os.path.exists(arg) or os.sep in arg or "/" in arg:
+        return arg
+    name = arg if arg.endswith(".json") else arg + ".json"
+    shipped = os.path.join(corpus_dir(), name)
+    return shipped if os.path.isfile(shipped) else arg
+
+
 def expand_traces(paths: tuple[str, ...]) -> list[str]:
-    return expand_paths(paths, "*.json")
+    return expand_paths(tuple(resolve_trace(p) for p in paths), "*.json")
 
 
 @main.command()
@@ -72,7 +83,9 @@ def trace() -> None:
               help="Print the trace's summary as JSON: id, kind, property, actions, the "
                    "verdict, the explanation and the timeline text.")
 def trace_show(trace_file: str, svg: str | None, explain: bool, as_json: bool) -> None:
-    """Print TRACE as a per-writer timeline (and its explanation)."""
+    """Print TRACE (a file, or a shipped trace's name) as a per-writer timeline (and its
+    explanation)."""
+    trace_file = resolve_trace(trace_file)
     from icecheck.traces.format import load_trace
     from icecheck.traces.timeline import GraphvizMissing, render_svg, render_text
 
@@ -114,7 +127,9 @@ def trace_show(trace_file: str, svg: str | None, explain: bool, as_json: bool) -
 @click.option("-o", "--output", "output", metavar="OUT.itf.json",
               help="Write to this file (atomically) instead of standard output.")
 def trace_export(trace_file: str, itf: bool, output: str | None) -> None:
-    """Export TRACE, re-run on the model, with every state in full."""
+    """Export TRACE (a file, or a shipped trace's name), re-run on the model, with every state
+    in full."""
+    trace_file = resolve_trace(trace_file)
     import json
 
     from icecheck.traces.format import check_writable_dir, load_trace, write_atomic

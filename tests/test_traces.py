@@ -296,3 +296,18 @@ def test_itf_export_cli():
                         os.path.join(ROOT, "README.md")], capture_output=True, text=True,
                        cwd=ROOT, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "README.md" in p.stderr
+
+
+def test_shipped_traces_are_named_by_their_file_name(tmp_path, monkeypatch):
+    """From a wheel there is no traces/ folder: ``trace show NAME`` and ``replay NAME`` find a
+    shipped corpus trace by its file name, with or without .json (issue 42, item 8); a file
+    that exists is always read as given."""
+    from click.testing import CliRunner
+    from icecheck.cli.main import main
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["trace", "show", "undelete-v2-mor-snapshot"])
+    assert r.exit_code == 0 and "undone" in r.output, r.output
+    r = CliRunner().invoke(main, ["replay", "undelete-v2-mor-snapshot.json"])
+    assert r.exit_code == 0 and "1 reproduced" in r.output, r.output
+    r = CliRunner().invoke(main, ["trace", "show", "no-such-trace"])
+    assert r.exit_code == 2 and "no-such-trace" in r.output
