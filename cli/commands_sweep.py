@@ -131,7 +131,8 @@ def sweep_cmd(master, driver_memory, executor_memory, space_path, profile, catal
         try:
             import pyspark  # noqa: F401
         except ImportError:
-            fail_input(InputError("icecheck sweep needs pyspark: pip install -e '.[conformance]' "
+            from icecheck.install_hint import install_hint
+            fail_input(InputError(f"icecheck sweep needs pyspark: {install_hint('conformance')} "
                                   "(or --executor processes)"))
     from icecheck.sweep.driver import check_out_dir
     try:      # before any progress line: a file named by --out is one line, exit 2

@@ -4,6 +4,8 @@ A thin wrapper over ``conformance.compare`` (docs/conformance-java.md)."""
 
 from __future__ import annotations
 
+from icecheck.install_hint import install_hint
+
 from .compare import Comparison
 from .compare import compare_scenario as _compare_scenario
 from .compare import compare_trace as _compare_trace
@@ -23,8 +25,8 @@ def ready() -> None:
     except JavaSetupError as e:
         raise TargetUnavailable(
             f"real Iceberg (Java) is not available: {e}. Install Java 17 and run "
-            f"`pip install -e '.[conformance]' && python -m icecheck.conformance.java_setup` "
-            f"(bin/test does both).") from None
+            f"`{install_hint('conformance')} && python -m icecheck.conformance.java_setup` "
+            f"(in a checkout, bin/test does both).") from None
 
 
 def _opts(opts: dict) -> dict:

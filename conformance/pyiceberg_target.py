@@ -77,12 +77,14 @@ from icecheck.models.validation import (PY_NEW_DELETE_FILES, PY_NO_MATCHING_SNAP
 
 from .compare import (AGREE, DISAGREE, ERROR, SKIPPED, AllowEntry, Comparison, OpComparison,
                       apply_allowlist, scenario_on_model, trace_on_model)
+from icecheck.install_hint import install_hint
+
 from .java_runner import NOT_RUN, Plan, build_plan
 
 NAME = "pyiceberg"
 PYICEBERG_VERSION = "0.12"
-INSTALL_HINT = (".venv/bin/pip install 'pyiceberg[sql-sqlite,pyarrow]==0.12.0' "
-                "(or pip install -e '.[conformance]')")
+INSTALL_HINT = (f"pip install 'pyiceberg[sql-sqlite,pyarrow]==0.12.0' "
+                f"(or {install_hint('conformance')})")
 
 # PyIceberg outcomes beyond the model's.
 ERROR_OUTCOME = "error"

@@ -172,8 +172,9 @@ def build(base: str | os.PathLike | None = None, jobs: int | None = None,
     ``build.log`` in the temporary folder, and the end of it into the error when it fails)."""
     version = cython_version()
     if version is None:
+        from icecheck.install_hint import install_hint
         raise CompiledError("Cython is not installed in this environment; `bin/icecheck compile` "
-                            "installs it (the 'compiled' extra: pip install -e '.[compiled]')")
+                            f"installs it (the 'compiled' extra: {install_hint('compiled')})")
     dest = build_dir(base)
     dest.parent.mkdir(parents=True, exist_ok=True)
     jobs = jobs or os.cpu_count() or 1

@@ -67,3 +67,14 @@ def test_test_file_names_are_unique():
     names = collections.Counter(f for _, _, fs in os.walk(here) for f in fs
                                 if f.startswith("test_") and f.endswith(".py"))
     assert [n for n, k in names.items() if k > 1] == []
+
+
+def test_install_hints_say_what_works_where_icecheck_is_installed(tmp_path, monkeypatch):
+    """A checkout installs an extra from its root; a wheel has no `.` to install from (issue
+    42, item 8: `conform` told wheel users to run `pip install -e '.[conformance]'`)."""
+    from icecheck import install_hint as hint
+    assert hint.in_checkout() and hint.install_hint("conformance") == \
+        f"pip install -e '{ROOT}[conformance]'"
+    monkeypatch.setattr(hint, "_ROOT", str(tmp_path))
+    assert not hint.in_checkout()
+    assert hint.install_hint("conformance") == "pip install 'icecheck[conformance]'"
