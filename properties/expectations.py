@@ -4,7 +4,12 @@ for a profile, catalog and format version, and which are allowed, with the docum
 A third status, ``known_finding``, records a real anomaly we have found and reported (with its
 corpus trace): it is NOT allowed by the isolation level and every run reports it as a violation,
 but the CI gate does not fail on it while it reproduces as recorded (``icecheck check --strict``
-does). That keeps the gate useful without loosening the property."""
+does). That keeps the gate useful without loosening the property.
+
+Every known finding also records its ``upstream`` status (reported, with the issue; fixed, in
+which release; published; or not reported, saying whether the tracker was searched), so that
+whoever reads a failing run sees at once whether to report it, follow an issue or upgrade
+(``Expectation.upstream``: one line built from the rule's mapping, ``upstream_text``)."""
 
 from __future__ import annotations
 
@@ -28,6 +33,13 @@ TABLE_PATH = os.path.join(list(sys.modules[__package__].__path__)[0], "expectati
 CONDITIONS = ("property", "profile", "isolation", "catalog", "format_version", "severity",
               "details", "mixed")
 DEFAULT_REASON = "No rule allows it: the property must hold for this profile, catalog and format."
+UPSTREAM_STATUSES = ("reported", "not_reported", "published", "fixed")
+UPSTREAM_KEYS = ("status", "ref", "fixed_in", "note")
+#: an upstream issue or pull request, optionally with its state as last seen:
+#: ``apache/iceberg#10312``, ``apache/iceberg-python#3817 (open)``
+UPSTREAM_REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[0-9]+( \([^()]+\))?$")
+#: the library an upstream repository releases, for "fixed in <library> <release>"
+_LIBRARY_OF_REPO = {"apache/iceberg": "Iceberg", "apache/iceberg-python": "PyIceberg"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,9 @@ class Expectation:
     # a risk the team accepted in its pipeline file (status allowed): what it would be
     # otherwise ("must_hold" | "known_finding")
     accepted_from: str = ""
+    # for known findings: their upstream status in one line (``upstream_text``), kept when a
+    # mixed run, a team's gate or an acceptance rewrites the expectation
+    upstream: str = ""
 
 
 def _as_list(v):
@@ -55,10 +70,11 @@ def load_rules(path: str = TABLE_PATH) -> tuple[dict, ...]:
     rules = ctx.seq(doc.get("rules"), "'rules'", doc, "rules")
     for i, r in enumerate(rules):
         r = ctx.mapping(r, f"rule {i + 1}", rules, i)
-        ctx.keys(r, set(CONDITIONS) | {"status", "reason", "trace"}, f"rule {i + 1}")
+        ctx.keys(r, set(CONDITIONS) | {"status", "reason", "trace", "upstream"}, f"rule {i + 1}")
         if r.get("status") not in STATUSES:
             raise ctx.fail(f"rule {i + 1}: status must be one of {', '.join(STATUSES)}", r,
                            "status" if "status" in r else None)
+        _check_upstream(ctx, r, f"rule {i + 1}")
         if not isinstance(r.get("reason"), str) or not r["reason"].strip():
             raise ctx.fail(f"rule {i + 1}: every rule needs a reason", r,
                            "reason" if "reason" in r else None)
@@ -75,6 +91,69 @@ def load_rules(path: str = TABLE_PATH) -> tuple[dict, ...]:
                 raise ctx.fail(f"rule {i + 1}: format_version must be an integer", r,
                                "format_version")
     return tuple(rules)
+
+
+def _check_upstream(ctx, r, what: str) -> None:
+    """A known finding says where it stands upstream; no other rule does (an allowed or
+    must-hold rule is the table's own judgement, not a defect to follow)."""
+    if r.get("status") != KNOWN_FINDING:
+        if "upstream" in r:
+            raise ctx.fail(f"{what}: 'upstream' belongs to known_finding rules only", r,
+                           "upstream")
+        return
+    if "upstream" not in r:
+        raise ctx.fail(f"{what}: a known_finding rule needs 'upstream' (status: "
+                       f"{' | '.join(UPSTREAM_STATUSES)}, with ref, fixed_in, note)", r)
+    u = ctx.mapping(r["upstream"], f"{what}: 'upstream'", r, "upstream")
+    ctx.keys(u, set(UPSTREAM_KEYS), f"{what}'s upstream")
+    status = u.get("status")
+    if status not in UPSTREAM_STATUSES:
+        raise ctx.fail(f"{what}: upstream status must be one of {', '.join(UPSTREAM_STATUSES)}",
+                       u, "status" if "status" in u else None)
+    for key in ("fixed_in", "note"):
+        if key in u and (not isinstance(u[key], str) or not u[key].strip()):
+            raise ctx.fail(f"{what}: upstream {key} must be a non-empty string", u, key)
+    refs = _as_list(u.get("ref", []))
+    if "ref" in u and (not refs or not all(isinstance(x, str) and UPSTREAM_REF.match(x)
+                                           for x in refs)):
+        raise ctx.fail(f"{what}: upstream ref must be an issue or pull request as "
+                       f"'owner/name#N', optionally followed by its state in parentheses "
+                       f"('apache/iceberg#10312 (open)'), or a list of them", u, "ref")
+    if "fixed_in" in u and status != "fixed":
+        raise ctx.fail(f"{what}: upstream fixed_in is for status fixed", u, "fixed_in")
+    if status == "reported" and not refs:
+        raise ctx.fail(f"{what}: upstream status reported needs the issue (ref)", u, "status")
+    if status == "fixed" and not (refs or "fixed_in" in u):
+        raise ctx.fail(f"{what}: upstream status fixed needs the release (fixed_in) or the "
+                       f"fix (ref)", u, "status")
+    if status in ("not_reported", "published") and "note" not in u:
+        raise ctx.fail(f"{what}: upstream status {status} needs a note (whether the tracker "
+                       f"was searched; where it was published)", u, "status")
+
+
+def upstream_text(rule: Mapping) -> str:
+    """One line for a rule's ``upstream`` mapping (empty for a rule without one):
+    ``reported upstream: apache/iceberg#10312 (open); <note>``, ``fixed in Iceberg 1.11.0
+    (apache/iceberg#...); <note>``, ``published (<note>)``, ``not reported upstream (<note>)``."""
+    u = rule.get("upstream")
+    if not u:
+        return ""
+    refs = [" ".join(str(x).split()) for x in _as_list(u.get("ref", []))]
+    note = " ".join(str(u.get("note", "")).split())
+    status = u.get("status")
+    if status == "not_reported":
+        return "not reported upstream" + (f" ({note})" if note else "")
+    if status == "reported":
+        head = f"reported upstream: {', '.join(refs)}"
+    elif status == "fixed":
+        repo = refs[0].split("#")[0] if refs else "apache/iceberg"
+        library = _LIBRARY_OF_REPO.get(repo, repo)
+        head = (f"fixed in {library} {u['fixed_in']}" if u.get("fixed_in")
+                else "fixed upstream") + (f" ({', '.join(refs)})" if refs else "")
+    else:
+        return "published" + (f" ({'; '.join(refs + [note] if note else refs)})"
+                              if refs or note else "")
+    return head + (f"; {note}" if note else "")
 
 
 def _isolation_of(profile: str) -> str | None:
@@ -188,8 +267,7 @@ def expectation(profile, catalog: str, format_version: int, violation: Violation
             return _expectation(narrowed[0], catalog, format_version, violation)
         for rule in load_rules():
             if "mixed" in rule and _matches(rule, profile, catalog, format_version, violation):
-                return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
-                                   str(rule.get("trace", "")))
+                return _of_rule(rule)
         last = last_committer(violation, commit_order) if narrowed else None
         if last is not None and _isolation_of(writer_profile(last)) in ("serializable",
                                                                        "snapshot"):
@@ -238,7 +316,7 @@ def for_readers(e: Expectation, v: Violation) -> Expectation:
         return e
     return Expectation(MUST_HOLD, "The table's readers would see it, so a pipeline's gate never "
                                   f"allows it; the expectation table alone would: {e.reason}",
-                       e.trace)
+                       e.trace, upstream=e.upstream)
 
 
 def expectation_for(cfg, v: Violation, commit_order: Mapping[str, int] | None = None
@@ -269,7 +347,7 @@ def accepted(e: Expectation, v: Violation, acceptances) -> Expectation:
     for prop, writers, reason in acceptances:
         if prop == v.property and (not writers or involved <= set(writers)):
             return Expectation(ALLOWED, f"{ACCEPTED_PREFIX}{reason}", e.trace,
-                               accepted_from=e.status)
+                               accepted_from=e.status, upstream=e.upstream)
     return e
 
 
@@ -287,7 +365,8 @@ def _responsible(profile: str, writer: str, catalog: str, format_version: int,
     if e.status == MUST_HOLD:
         return e
     return Expectation(e.status, f"Judged under {profile} ({writer}), whose commit came last "
-                                 f"among the writers it involves: {e.reason}", e.trace)
+                                 f"among the writers it involves: {e.reason}", e.trace,
+                       upstream=e.upstream)
 
 
 def _stricter_promise(best: Expectation, best_profile: str, found: list, involved,
@@ -310,7 +389,7 @@ def _stricter_promise(best: Expectation, best_profile: str, found: list, involve
     if not weaker:
         return best
     return Expectation(MUST_HOLD, f"Judged under the stricter writer's promise ({best_profile}); "
-                                  + "; ".join(weaker), best.trace)
+                                  + "; ".join(weaker), best.trace, upstream=best.upstream)
 
 
 _MEMO: dict = {}       # (rules, profile, catalog, format, what the rules read) -> Expectation
@@ -348,9 +427,15 @@ def _expectation_of(rules, profile: str, catalog: str, format_version: int,
                     violation: Violation) -> Expectation:
     for rule in rules:
         if _matches(rule, profile, catalog, format_version, violation):
-            return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
-                               str(rule.get("trace", "")))
+            return _of_rule(rule)
     return Expectation(MUST_HOLD, DEFAULT_REASON)
+
+
+def _of_rule(rule: Mapping) -> Expectation:
+    """The expectation a matching rule gives: its status, reason (one line), corpus trace and
+    upstream status (``upstream_text``)."""
+    return Expectation(rule["status"], " ".join(str(rule["reason"]).split()),
+                       str(rule.get("trace", "")), upstream=upstream_text(rule))
 
 
 def split_expected(profile: str, catalog: str, format_version: int, violations,

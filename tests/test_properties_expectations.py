@@ -192,3 +192,138 @@ def test_mixed_runs_judge_a_violation_by_the_writers_it_involves():
     assert expectation(mixed, "cas", 2, nobody, profiles.get).status == "must_hold"
     nobody = v("isolation", anomaly="G-single", equivalent_writes=True, on_absent_keys=False)
     assert expectation(mixed, "cas", 2, nobody, profiles.get) == whole
+
+
+def test_every_known_finding_says_where_it_stands_upstream():
+    """Each known finding carries a valid ``upstream`` entry (shown beside it so a reader knows
+    whether to report it, follow an issue or upgrade), and no other rule has one."""
+    from icecheck.properties.expectations import (UPSTREAM_REF, UPSTREAM_STATUSES,
+                                                  upstream_text)
+    rules = load_rules()
+    known = [r for r in rules if r["status"] == "known_finding"]
+    assert len(known) >= 24
+    assert not [r for r in rules if r["status"] != "known_finding" and "upstream" in r]
+    heads = {"reported": "reported upstream: ", "not_reported": "not reported upstream",
+             "published": "published", "fixed": "fixed "}
+    for r in known:
+        u = r["upstream"]
+        assert set(u) <= {"status", "ref", "fixed_in", "note"} and u["status"] in UPSTREAM_STATUSES
+        refs = u.get("ref", [])
+        refs = refs if isinstance(refs, list) else [refs]
+        assert all(isinstance(x, str) and UPSTREAM_REF.match(x) for x in refs)
+        assert bool(refs) or u["status"] != "reported"
+        assert "fixed_in" not in u or u["status"] == "fixed"
+        assert all(isinstance(u[k], str) and u[k].strip() for k in ("note", "fixed_in") if k in u)
+        text = upstream_text(r)
+        assert text.startswith(heads[u["status"]]) and "\n" not in text
+        assert all(x in text for x in refs)
+    # the known upstream bug names its issue and the proposed fix
+    compaction = [r for r in known if r.get("details") == {"deletes_dropped_by_rewrite": True}]
+    assert [upstream_text(r) for r in compaction] == [
+        "reported upstream: apache/iceberg#10312 (open); fix proposed in apache/iceberg#10962 "
+        "(open); the code is unchanged on apache/iceberg main (fetched 2026-11-22)"]
+    assert upstream_text({"upstream": {"status": "fixed", "ref": "apache/iceberg-python#1 (merged)",
+                                       "fixed_in": "0.13.0"}}) == (
+        "fixed in PyIceberg 0.13.0 (apache/iceberg-python#1 (merged))")
+    assert upstream_text({"status": "must_hold", "reason": "r"}) == ""
+
+
+def test_a_known_findings_expectation_carries_its_upstream_status():
+    """``Expectation.upstream``: set from the rule that decides, kept through a mixed run's
+    rule, the last committer's judgement and a team's acceptance; empty for other verdicts."""
+    from icecheck.properties.expectations import (_responsible, accepted, for_readers,
+                                                  upstream_text)
+    si = "spark-3.5-mor-snapshot"
+    e = expectation(si, "cas", 2, v("undelete"))
+    assert e.status == "known_finding"
+    assert e.upstream.startswith("published (Jack Vanlightly, 2024")
+    assert e.upstream == upstream_text(next(r for r in load_rules()
+                                            if r.get("trace") == e.trace
+                                            and r["property"] == "undelete"))
+    cdc = expectation("spark-3.5-cow-serializable", "cas", 2,
+                      v("undelete", deletes_dropped_by_rewrite=True))
+    assert cdc.upstream.startswith("reported upstream: apache/iceberg#10312 (open)")
+    # a mixed rule
+    dup = v("duplicate_keys", inserted_concurrently=True, involves_concurrent_insert=True,
+            insert_only_merge=False)
+    mixed = expectation(("pyiceberg-0.12-serializable", "spark-3.5-cow-serializable"), "cas", 2,
+                        dup)
+    assert mixed.status == "known_finding" and mixed.upstream.startswith("not reported upstream (")
+    # judged under the last committer's profile
+    r = _responsible(si, "w2", "cas", 2, v("undelete"))
+    assert r.reason.startswith("Judged under") and r.upstream == e.upstream
+    # a team's gate keeps a known finding as it is; an acceptance keeps its upstream status
+    assert for_readers(e, v("undelete")) is e
+    a = accepted(e, v("undelete", who="w1.1"), [("undelete", (), "we compact nightly")])
+    assert (a.status, a.accepted_from, a.upstream) == ("allowed", "known_finding", e.upstream)
+    # other verdicts have none
+    assert expectation(si, "cas", 3, v("undelete")).upstream == ""
+    assert expectation(si, "cas", 2, v("isolation", anomaly="G2-item")).upstream == ""
+    readers = for_readers(expectation("no-validation", "cas", 2, v("undelete")), v("undelete"))
+    assert readers.status == "must_hold" and readers.upstream == ""
+
+
+def test_a_traces_expectation_shows_the_upstream_status_of_a_known_finding():
+    """``build_trace`` adds ``expectation.upstream`` for a known finding only: a trace of any
+    other verdict keeps its form (the corpus' allowed traces are rebuilt unchanged)."""
+    import json
+    import os
+
+    from icecheck.engines.config import ExploreConfig
+    from icecheck.traces.execute import build_trace
+
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces")
+
+    def rebuilt(name):
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            doc = json.load(f)
+        return doc, build_trace(ExploreConfig.from_json(doc["config"]), doc["actions"],
+                                property=doc["property"], trace_id=doc["id"])
+
+    doc, new = rebuilt("undelete-v2-mor-snapshot.json")
+    e = expectation("spark-3.5-mor-snapshot", "cas", 2, v("undelete"))
+    assert new["expectation"] == {"status": "known_finding", "reason": e.reason,
+                                  "trace": e.trace, "upstream": e.upstream}
+    doc, new = rebuilt("lost-write-last-writer-wins.json")
+    assert new["kind"] == "allowed" and new["expectation"] == doc["expectation"]
+    assert "upstream" not in new["expectation"]
+
+
+UPSTREAM_RULE = ("rules:\n"                             # line 1
+                 "  - property: undelete\n"             # 2
+                 "    status: {status}\n"               # 3
+                 "    trace: traces/t.json\n"           # 4
+                 "    reason: r\n"                      # 5
+                 "{upstream}")                          # 6...
+
+
+@pytest.mark.parametrize("status, upstream, message, line", [
+    ("allowed", "    upstream: {status: published, note: n}\n",
+     "'upstream' belongs to known_finding rules only", 6),
+    ("known_finding", "", "a known_finding rule needs 'upstream'", 2),
+    ("known_finding", "    upstream: published\n", "'upstream' must be a mapping", 6),
+    ("known_finding", "    upstream:\n      status: open\n", "upstream status must be one of", 7),
+    ("known_finding", "    upstream:\n      status: reported\n      ref: iceberg 10312\n",
+     "upstream ref must be an issue or pull request", 8),
+    ("known_finding", "    upstream:\n      status: reported\n      ref: [apache/iceberg#1, 2]\n",
+     "upstream ref must be an issue or pull request", 8),
+    ("known_finding", "    upstream:\n      status: reported\n",
+     "upstream status reported needs the issue", 7),
+    ("known_finding", "    upstream:\n      status: reported\n      ref: apache/iceberg#1\n"
+                      "      fixed_in: '1.11.0'\n", "upstream fixed_in is for status fixed", 9),
+    ("known_finding", "    upstream:\n      status: fixed\n",
+     "upstream status fixed needs the release", 7),
+    ("known_finding", "    upstream:\n      status: not_reported\n",
+     "upstream status not_reported needs a note", 7),
+    ("known_finding", "    upstream:\n      status: not_reported\n      note: 5\n",
+     "upstream note must be a non-empty string", 8),
+    ("known_finding", "    upstream:\n      status: published\n      note: n\n      url: u\n",
+     "unknown key 'url'", 9),
+])
+def test_a_malformed_upstream_entry_names_its_line(tmp_path, status, upstream, message, line):
+    from icecheck.scenarios.errors import InputError
+    bad = tmp_path / "t.yaml"
+    bad.write_text(UPSTREAM_RULE.format(status=status, upstream=upstream))
+    with pytest.raises(InputError, match=message) as err:
+        load_rules(str(bad))
+    assert err.value.path == str(bad) and err.value.line == line

@@ -211,7 +211,11 @@ def build_trace(cfg: ExploreConfig, actions: Iterable[Any], *, property: str | N
                          **({"trace": expectation.trace}
                             if getattr(expectation, "trace", "") else {}),
                          **({"accepted_from": expectation.accepted_from}
-                            if getattr(expectation, "accepted_from", "") else {})}
+                            if getattr(expectation, "accepted_from", "") else {}),
+                         # a known finding's upstream status (expectations.upstream_text);
+                         # absent otherwise, so traces of other verdicts keep their form
+                         **({"upstream": expectation.upstream}
+                            if getattr(expectation, "upstream", "") else {})}
                         if expectation is not None else None),
         "config": cfg.as_json(),
         "actions": [str(a) for a in run.actions],
