@@ -195,15 +195,16 @@ def _anomaly(p: Pipeline, trace: dict | None, prop: str, details: bool) -> Anoma
                 jobs.append(j)
     upstream = ""
     if status == KNOWN_FINDING or exp.get("accepted_from") == KNOWN_FINDING:
-        upstream = ("a known upstream defect, recorded with a corpus trace"
-                    + (f" ({exp['trace']})" if exp.get("trace") else "")
-                    + (": " + reason if verdict != ACCEPTED else ""))
+        # the upstream status (properties/expectations.yaml ``upstream``), and the corpus trace
+        # that reproduces it; being known upstream changes nothing for the gate
+        upstream = (exp.get("upstream") or "a recorded known finding") + (
+            f"; reproduced by the corpus trace {exp['trace']}" if exp.get("trace") else "")
         if verdict == FAIL:
-            reason = ""     # said as the upstream status
+            reason = "a known defect of the engine, which the gate does not let pass: " + reason
     steps = [f"{n}. {job_text(e.sentence, names)}"
              for n, e in enumerate(step_events(model, cfg.key, run), 1)]
     steps.append("Then " + job_text(table_text(model, cfg.key, run.final), names) + ".")
-    anomaly = Anomaly(prop, verdict, status, reason, "\n".join(steps),
+    anomaly = Anomaly(prop, verdict, status, job_text(reason, names), "\n".join(steps),
                       job_text(v["message"], names) if v else "", tuple(sorted(set(jobs))),
                       trace, upstream)
     if details:

@@ -195,3 +195,16 @@ def test_search_counts_are_unchanged_without_a_schedule(tmp_path):
                bounds=Bounds(max_states=10_000), traces=False)
     assert a.states == b.states and a.complete and b.complete
     assert set(a.violations) == {"lost_write"} and set(b.allowed) >= {"lost_write"}
+
+
+def test_a_known_finding_fails_with_its_upstream_status():
+    """Being a known upstream defect changes nothing for the gate; its upstream status (the
+    expectation table's ``upstream``) is shown beside it, and the rule's reason names jobs."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "examples",
+                        "flink-cdc-append-compaction.yaml")
+    (a,) = explore(load_pipeline(path), details=False).anomalies
+    assert (a.property, a.verdict, a.status) == ("undelete", FAIL, "known_finding")
+    assert a.upstream.startswith("reported upstream: apache/iceberg#10312")
+    assert "traces/undelete-flink-cdc-delete-append-compaction.json" in a.upstream
+    assert "the job `hourly-compaction`" in a.reason and "(w2)" not in a.reason
