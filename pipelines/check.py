@@ -118,7 +118,8 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
                   f"look for anomalies meanwhile")
     from icecheck.engines.hypothesis_engine import explore as hyp
     left = None if time_budget is None else max(0.0, time_budget - (time.monotonic() - start))
-    h = hyp(p.config, max_examples=p.max_examples, seed=p.seed, time_budget=left)
+    h = hyp(p.config, max_examples=p.max_examples, seed=p.seed, time_budget=left,
+            progress=_hyp_progress(say, p.max_examples))
     found = [_anomaly(p, f.trace, f.property, details) for f in h.findings]
     how = (f"{SAMPLED}: {h.examples} runs" + (f" after the BFS stopped at {states:,} states"
                                                if cut else "") + " (absence is not proven)")
@@ -141,6 +142,16 @@ def _stuck(p: Pipeline, outcomes: set) -> tuple[str, ...]:
             if any(all(o in (COMMITTED, NOOP) for o in outs) for outs in per):
                 done.update(c)
     return tuple(p.jobs[i - 1][0] for i in range(1, len(p.jobs) + 1) if i not in done)
+
+
+def _hyp_progress(say, total: int):
+    """A line per tenth of the runs: sampling says how far it got, with the count it aims at."""
+    step = max(1, total // 10)
+
+    def progress(examples: int) -> None:
+        if examples % step == 0:
+            say(f"  sampling: {examples:,} of {total:,} runs")
+    return progress
 
 
 def _bfs_progress(say):
