@@ -33,6 +33,11 @@ from .load import Pipeline, load_pipeline
 EXHAUSTIVE, SAMPLED = "exhaustive (BFS)", "sampled (Hypothesis)"
 FAIL, ALLOWED, ACCEPTED = "fail", "allowed", "accepted"
 _why = {FAIL: "why it fails", ALLOWED: "allowed", ACCEPTED: "accepted by the team"}
+#: the order a verdict lists anomalies in: what readers see first (the row back before the
+#: delete file that names a removed file, which is the same run seen from the metadata)
+_RANK = {prop: n for n, prop in enumerate(
+    ("lost_write", "undelete", "duplicate_keys", "consistent_read", "readable",
+     "metadata_integrity", "isolation", "dangling_deletes"))}
 
 
 @dataclass
@@ -101,9 +106,9 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
         states = res.states
         if res.complete:
             found = [_anomaly(p, v.trace, v.property, details) for v in
-                     sorted(res.violations.values(), key=lambda v: v.property)]
+                     sorted(res.violations.values(), key=lambda v: _RANK[v.property])]
             found += [_anomaly(p, v.trace, v.property, details)
-                      for v in sorted(res.allowed.values(), key=lambda v: v.property)
+                      for v in sorted(res.allowed.values(), key=lambda v: _RANK[v.property])
                       if v.property not in res.violations]
             return Outcome(f"{EXHAUSTIVE}: {res.states:,} states, every interleaving and "
                            f"choice", True, res.states, found,
@@ -120,7 +125,8 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
     left = None if time_budget is None else max(0.0, time_budget - (time.monotonic() - start))
     h = hyp(p.config, max_examples=p.max_examples, seed=p.seed, time_budget=left,
             progress=_hyp_progress(say, p.max_examples))
-    found = [_anomaly(p, f.trace, f.property, details) for f in h.findings]
+    found = [_anomaly(p, f.trace, f.property, details)
+             for f in sorted(h.findings, key=lambda f: _RANK[f.property])]
     how = (f"{SAMPLED}: {h.examples} runs" + (f" after the BFS stopped at {states:,} states"
                                                if cut else "") + " (absence is not proven)")
     if h.timed_out:
@@ -421,6 +427,7 @@ def _terminal(p: Pipeline, outcome: Outcome, stale: list, out) -> None:
         out("  " + line[2:])
     if outcome.inconclusive:
         out(f"\nINCONCLUSIVE: {outcome.inconclusive}")
+    shown: dict[tuple, Anomaly] = {}     # a run's actions -> the anomaly that showed it
     for a in outcome.anomalies:
         out(f"\n{a.verdict.upper()}: {a.property} (jobs: {', '.join(a.jobs)})")
         out(f"  {a.message}")
@@ -428,15 +435,26 @@ def _terminal(p: Pipeline, outcome: Outcome, stale: list, out) -> None:
             out(f"  upstream: {a.upstream}")
         if a.reason:
             out(f"  {_why[a.verdict]}: {a.reason}")
-        if a.inevitable:
-            out(f"  when: {a.inevitable}")
-        out("  what happened:")
-        for line in a.explanation.splitlines():
-            out(f"    {line}")
-        for f in a.fixes:
-            out(f"  FIX (checked: the pipeline passes with it): {f.title}")
-            for line in f.diff.rstrip().splitlines():
+        run = tuple(a.trace["actions"]) if a.trace is not None else None
+        same = shown.get(run) if run is not None else None
+        if same is not None:
+            # two properties' views of one run (an undelete and its dangling delete file):
+            # the steps and the fixes' diffs once
+            out(f"  what happened: the same run as {same.property} above")
+            if a.fixes:
+                out("  FIX (checked): " + "; ".join(f.title for f in a.fixes))
+        else:
+            if run is not None:
+                shown[run] = a
+            if a.inevitable:
+                out(f"  when: {a.inevitable}")
+            out("  what happened:")
+            for line in a.explanation.splitlines():
                 out(f"    {line}")
+            for f in a.fixes:
+                out(f"  FIX (checked: the pipeline passes with it): {f.title}")
+                for line in f.diff.rstrip().splitlines():
+                    out(f"    {line}")
         if a.tried:
             out("  tried without effect: " + "; ".join(f"{f.title} ({f.result})"
                                                        for f in a.tried))

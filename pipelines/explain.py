@@ -96,7 +96,9 @@ def writer_names(p: Pipeline, trace: dict) -> dict[str, str]:
     return {f"w{i}": p.job_of(of.get(f"w{i}", f"w{i}")) for i in range(1, n + 1)}
 
 
-_WRITER = re.compile(r"\bw(\d+)(?:\.(\d+)|\.([a-z_]+(?:#\d+)?))?\b")
+# a writer, an operation tag or an action; not a file the model named after its writer
+# (``w2-1-p1``: the model's names, kept as they are so that a reader can find them in the trace)
+_WRITER = re.compile(r"\bw(\d+)(?:\.(\d+)|\.([a-z_]+(?:#\d+)?))?(?![\w-])")
 
 
 def job_text(text: str, names: dict[str, str]) -> str:

@@ -181,8 +181,8 @@ def test_fixes_are_checked_edits_of_the_file(tmp_path):
 
 def test_job_text_names_jobs_tags_and_actions():
     names = {"w1": "ingest", "w2": "gdpr-delete"}
-    assert job_text("w2 began DELETE; v = 'w1.1'; w2.cas; w12", names) == \
-        "the job `gdpr-delete` began DELETE; v = 'ingest#1'; gdpr-delete.cas; w12"
+    assert job_text("w2 began DELETE; v = 'w1.1'; w2.cas; w12; file w2-1-p1", names) == \
+        "the job `gdpr-delete` began DELETE; v = 'ingest#1'; gdpr-delete.cas; w12; file w2-1-p1"
 
 
 def test_search_counts_are_unchanged_without_a_schedule(tmp_path):
