@@ -208,3 +208,19 @@ def test_the_json_schema_names_what_the_loader_reads():
     assert set(props["catalog"]["oneOf"][0]["enum"]) == set(cat.KINDS)
     from icecheck.models.commands_spec import COMMANDS
     assert set(schema["$defs"]["command"]["properties"]["sql"]["enum"]) == set(COMMANDS)
+
+
+def test_the_readme_quick_start_shows_what_its_example_prints():
+    """The README's first command and the lines it quotes from its output (the states, the
+    failing anomaly, its jobs, the fix) are what the example gives (docs' claims, tested)."""
+    with open(os.path.join(EXAMPLES, "..", "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    first = re.search(r"```bash\n(bin/icecheck check (examples/\S+))", readme)
+    assert first, "the README's first command checks an example pipeline"
+    name = os.path.basename(first.group(2))
+    outcome = explore(load_pipeline(os.path.join(EXAMPLES, name)), details=False)
+    assert f"exhaustive (BFS): {outcome.states} states" in readme
+    undelete = next(a for a in outcome.anomalies if a.property == "undelete")
+    assert f"FAIL: undelete (jobs: {', '.join(undelete.jobs)})" in readme
+    assert "run `pyiceberg-patch` at serializable isolation (pyiceberg-0.12-serializable)" \
+        in readme and name in VERDICTS and VERDICTS[name][0] == 1
