@@ -48,6 +48,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -152,7 +153,8 @@ def _differs(saved: dict, now: dict, saved_opts: dict | None,
         if saved.get(key) != now[key]:
             what, opt = key, _OPTION_OF.get(key, key)
             if key == "configuration":
-                a, b = saved.get(key) or {}, now[key]
+                a, b = saved.get(key), now[key]
+                a = a if isinstance(a, dict) else {}
                 keys = [k for k in _CONFIG_OPTION if k in a or k in b] + sorted(
                     (set(a) | set(b)) - set(_CONFIG_OPTION))     # the name last: derived
                 what = next((k for k in keys if a.get(k) != b.get(k)), key)
@@ -284,18 +286,15 @@ class Checkpointer:
         return self.restored
 
     def _load(self) -> Restored:
-        try:
-            with open(self.header_path, encoding="utf-8") as f:
-                head = json.load(f)
-            if not isinstance(head, dict) or head.get("format") != FORMAT:
-                raise ValueError(f"not an {FORMAT} header")
-            if head.get("digest") != _header_digest(head):
-                raise ValueError("its content does not match its digest (edited or damaged)")
-        except (OSError, ValueError) as e:
-            raise CheckpointError(f"corrupt checkpoint {self.header_path}: {e}") from None
-        if not isinstance(head.get("identity"), dict):
-            raise CheckpointError(f"corrupt checkpoint {self.header_path}: no identity")
-        opts = head.get("options") if isinstance(head.get("options"), dict) else None
+        head = _read_header(self.header_path)
+        if head.get("format") != FORMAT:
+            raise CheckpointError(f"corrupt checkpoint {self.header_path}: not an {FORMAT} "
+                                  "header (field format)")
+        if head.get("digest") != _header_digest(head):
+            raise CheckpointError(f"corrupt checkpoint {self.header_path}: its content does not "
+                                  "match its digest (edited or damaged)")
+        check_header(head, self.header_path)
+        opts = head.get("options")
         diff = _differs(head["identity"], self.identity, opts, self.options)
         if diff is not None:
             opt, how = diff
@@ -315,12 +314,17 @@ class Checkpointer:
             raise CheckpointError(f"corrupt checkpoint in {self.dir}: {e}") from None
 
     def _load_body(self, head: dict) -> Restored:
-        labels = [str(x) for x in head["labels"]]
-        n = int(head["visited"]["records"])
+        """The parent pointers and the frontier, checked against the digests the (already
+        validated) header records, and checked as a BFS writes them: records in visit order,
+        so every state's parent is a record before it (an unknown parent or a cycle of parent
+        pointers is refused here, and path reconstruction never meets one)."""
+        labels = list(head["labels"])
+        n = head["visited"]["records"]
         parents: dict = {}
         h = hashlib.blake2b(digest_size=16)
         size = _RECORD.size
         path = os.path.join(self.dir, VISITED)
+        index = 0
         with open(path, "rb") as f:
             left = n
             while left:
@@ -333,28 +337,47 @@ class Checkpointer:
                         f"{HEADER} records)")
                 h.update(buf)
                 for fp, parent, li in _RECORD.iter_unpack(buf):
-                    parents[fp] = ((None, None) if li == _NO_LABEL
-                                   else (parent, labels[li]))
+                    if index == 0:
+                        if li != _NO_LABEL or parent != _ROOT:
+                            raise CheckpointError(_record_error(path, 0, "the first record is "
+                                                                         "not the initial state"))
+                        parents[fp] = (None, None)
+                    elif li == _NO_LABEL or li >= len(labels):
+                        raise CheckpointError(_record_error(
+                            path, index, f"its action label index {li} is not in the label "
+                                         f"table of {HEADER} ({len(labels)} labels)"))
+                    elif parent not in parents:
+                        raise CheckpointError(_record_error(
+                            path, index, "its parent is not a state visited before it (an "
+                                         "unknown state, or a cycle of parent pointers)"))
+                    elif fp in parents:
+                        raise CheckpointError(_record_error(path, index,
+                                                            "a state recorded twice"))
+                    else:
+                        parents[fp] = (parent, labels[li])
+                    index += 1
                 left -= want
-        if h.hexdigest() != head["visited"]["digest"] or len(parents) != n:
+        if h.hexdigest() != head["visited"]["digest"]:
             raise CheckpointError(f"corrupt checkpoint in {self.dir}: {VISITED} does not match "
                                   f"the digest {HEADER} records")
         fr = head["frontier"]
-        with open(os.path.join(self.dir, os.path.basename(fr["file"])), "rb") as f:
+        fpath = os.path.join(self.dir, fr["file"])
+        with open(fpath, "rb") as f:
             data = f.read()
         if hashlib.blake2b(data, digest_size=16).hexdigest() != fr["digest"]:
             raise CheckpointError(f"corrupt checkpoint in {self.dir}: {fr['file']} does not "
                                   f"match the digest {HEADER} records")
-        frontier = _decode_frontier(data, labels, int(fr["count"]))
-        for fp, _ in frontier:
+        frontier = _decode_frontier(data, labels, fr["count"], fpath)
+        for i, (fp, _) in enumerate(frontier):
             if fp not in parents:
-                raise ValueError("a frontier state is not in the visited set")
-        self.seq = int(head["seq"])
+                raise CheckpointError(f"corrupt checkpoint {fpath}: entry {i + 1} is not a "
+                                      f"state of {VISITED}")
+        self.seq = head["seq"]
         self.records, self.hasher = n, h
         self.labels, self.label_index = labels, {x: i for i, x in enumerate(labels)}
         res = head["result"]
-        self.states_written = int(res["states"])
-        return Restored(parents, frontier, int(head["depth"]), bool(head["complete"]),
+        self.states_written = res["states"]
+        return Restored(parents, frontier, head["depth"], head["complete"],
                         float(head["elapsed"]), res)
 
     def resumed_note(self) -> str:
@@ -460,6 +483,223 @@ def _header_digest(head: dict) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
+def _record_error(path: str, index: int, what: str) -> str:
+    return f"corrupt checkpoint {path}: record {index + 1}: {what}"
+
+
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _read_header(path: str) -> dict:
+    """``checkpoint.json`` as a JSON object, or a ``CheckpointError`` naming the file and the
+    line: not UTF-8, not JSON, or nested deeper than any header is (the header's deepest
+    field, the configuration, is a dozen levels; Python's parser would recurse until a
+    RecursionError on a deep file, so the depth is counted on the text first)."""
+    from icecheck.scenarios.yamlload import MAX_DEPTH
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CheckpointError(f"cannot read the checkpoint {path}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise CheckpointError(f"corrupt checkpoint {path}:{line}: not UTF-8 text "
+                              f"(byte 0x{data[e.start]:02x})") from None
+    depth = 0
+    for m in _JSON_NESTING.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, m.start()) + 1
+                raise CheckpointError(f"corrupt checkpoint {path}:{line}: nested more than "
+                                      f"{MAX_DEPTH} levels deep")
+        elif c in "]}":
+            depth -= 1
+    try:
+        head = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"corrupt checkpoint {path}:{e.lineno}: not valid JSON: {e.msg} "
+                              f"(column {e.colno})") from None
+    except (ValueError, RecursionError) as e:     # a number too long to convert, say
+        raise CheckpointError(f"corrupt checkpoint {path}: not valid JSON: {e}") from None
+    if not isinstance(head, dict):
+        raise CheckpointError(f"corrupt checkpoint {path}: not an {FORMAT} header (a JSON "
+                              f"{_kind(head)}, not an object)")
+    return head
+
+
+_INT_MAX = 2**63 - 1
+_HEX = re.compile(r"[0-9a-f]{32}\Z")
+_FRONTIER_FILE = re.compile(r"frontier\.[0-9]{1,19}\.bin\Z")
+_HEADER_KEYS = ("format", "identity", "options", "code", "seq", "depth", "complete", "elapsed",
+                "written_at", "visited", "frontier", "labels", "result", "digest")
+_COUNTERS = ("states", "transitions", "enabled_transitions", "max_depth", "cut", "final_states")
+_TALLIES = ("coverage", "reached", "violation_counts", "allowed_counts")
+_FOUND_KEYS = ("property", "unexpected", "known", "depth", "states_before", "seconds",
+               "actions")
+
+
+def _kind(v) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    return {dict: "object", list: "list", str: "string", int: "integer", float: "number",
+            type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _shown(v) -> str:
+    """A field's value in a message: short, one line."""
+    if isinstance(v, (dict, list)):
+        return f"a{'n' if isinstance(v, dict) else ''} {_kind(v)}"
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_header(head: dict, path: str) -> None:
+    """Every field of a ``checkpoint.json`` (the header's digest only proves it was not
+    damaged by accident; a header edited and re-sealed, or written by a bug, must still be
+    one the BFS can continue): its type and range, and the relations between fields that
+    every checkpoint the BFS writes satisfies. A ``CheckpointError`` names the file and the
+    field's path (``result.violations[0].depth``)."""
+    from icecheck.properties.violation import PROPERTIES
+
+    def fail(field: str, what: str, value=None, shown: bool = True):
+        raise CheckpointError(f"corrupt checkpoint {path}: {field}: "
+                              + (f"must be {what}, not {_shown(value)}" if shown else what))
+
+    def obj(v, field: str, keys: tuple, optional: tuple = ()) -> dict:
+        if not isinstance(v, dict):
+            fail(field, "an object", v)
+        for k in keys:
+            if k not in v and k not in optional:
+                fail(f"{field}.{k}" if field else k, "missing", shown=False)
+        extra = sorted(set(v) - set(keys), key=str)
+        if extra:
+            fail(f"{field}.{extra[0]}" if field else str(extra[0]),
+                 f"unknown field (expected some of {', '.join(keys)})", shown=False)
+        return v
+
+    def count(v, field: str, low: int = 0, high: int = _INT_MAX) -> int:
+        if type(v) is not int or not low <= v <= high:
+            fail(field, f"an integer from {low:,} to {high:,}" if high < _INT_MAX else
+                 "a non-negative integer" if low == 0 else f"an integer of at least {low:,}", v)
+        return v
+
+    def text(v, field: str) -> str:
+        if not isinstance(v, str):
+            fail(field, "a string", v)
+        return v
+
+    def flag(v, field: str) -> bool:
+        if not isinstance(v, bool):
+            fail(field, "true or false", v)
+        return v
+
+    def seconds(v, field: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e12:
+            fail(field, "a number of seconds from 0", v)
+        return v
+
+    def strings(v, field: str) -> list:
+        if not isinstance(v, list):
+            fail(field, "a list of strings", v)
+        for i, x in enumerate(v):
+            text(x, f"{field}[{i}]")
+        return v
+
+    def outcome(v, field: str) -> None:
+        stack = [(v, field)]
+        while stack:
+            x, f = stack.pop()
+            if isinstance(x, list):
+                stack.extend((y, f"{f}[{i}]") for i, y in enumerate(x))
+            elif not isinstance(x, (str, int, float, bool)) and x is not None:
+                fail(f, "a list or a plain value", x)
+
+    obj(head, "", _HEADER_KEYS, optional=("options", "written_at"))
+    if not isinstance(head["identity"], dict):
+        fail("identity", "an object", head["identity"])
+    if head.get("options") is not None and not isinstance(head["options"], dict):
+        fail("options", "an object", head["options"])
+    if not _HEX.match(text(head["code"], "code")):
+        fail("code", "a digest of 32 hexadecimal digits", head["code"])
+    if "written_at" in head:
+        text(head["written_at"], "written_at")
+    count(head["seq"], "seq", 1)
+    depth = count(head["depth"], "depth")
+    complete = flag(head["complete"], "complete")
+    seconds(head["elapsed"], "elapsed")
+    visited = obj(head["visited"], "visited", ("file", "records", "digest"))
+    if visited["file"] != VISITED:
+        fail("visited.file", repr(VISITED), visited["file"])
+    records = count(visited["records"], "visited.records", 1)
+    frontier = obj(head["frontier"], "frontier", ("file", "count", "digest"))
+    for part, field in ((visited, "visited"), (frontier, "frontier")):
+        if not isinstance(part["digest"], str) or not _HEX.match(part["digest"]):
+            fail(f"{field}.digest", "a digest of 32 hexadecimal digits", part["digest"])
+    if not isinstance(frontier["file"], str) or not _FRONTIER_FILE.match(frontier["file"]):
+        fail("frontier.file", "a file name frontier.<n>.bin", frontier["file"])
+    front = count(frontier["count"], "frontier.count", 0, records)
+    if complete and front:
+        fail("frontier.count", "0 in a complete checkpoint", front)
+    if not complete and not front:
+        fail("frontier.count", "at least 1 in a checkpoint of an unfinished search", front)
+    labels = strings(head["labels"], "labels")
+    if len(set(labels)) != len(labels):
+        dup = next(x for i, x in enumerate(labels) if x in labels[:i])
+        fail(f"labels[{labels.index(dup, labels.index(dup) + 1)}]", f"the label {dup!r} listed "
+             "twice", shown=False)
+    known_labels = set(labels)
+    res = obj(head["result"], "result", _COUNTERS + _TALLIES + ("outcomes", "violations",
+                                                               "allowed"))
+    for k in _COUNTERS:
+        count(res[k], f"result.{k}")
+    if res["states"] != records:
+        fail("result.states", f"the number of visited states ({records:,})", res["states"])
+    if res["max_depth"] != depth:
+        fail("result.max_depth", f"the checkpoint's depth ({depth:,})", res["max_depth"])
+    for k in _TALLIES:
+        tally = res[k]
+        if not isinstance(tally, dict):
+            fail(f"result.{k}", "an object of counts", tally)
+        for name, n in tally.items():
+            count(n, f"result.{k}.{name}")
+    if not isinstance(res["outcomes"], list):
+        fail("result.outcomes", "a list", res["outcomes"])
+    for i, o in enumerate(res["outcomes"]):
+        if not isinstance(o, list):
+            fail(f"result.outcomes[{i}]", "a list", o)
+        outcome(o, f"result.outcomes[{i}]")
+    for k in ("violations", "allowed"):
+        found = res[k]
+        if not isinstance(found, list):
+            fail(f"result.{k}", "a list", found)
+        seen: set = set()
+        for i, v in enumerate(found):
+            f = f"result.{k}[{i}]"
+            obj(v, f, _FOUND_KEYS)
+            prop = text(v["property"], f"{f}.property")
+            if prop not in PROPERTIES:
+                fail(f"{f}.property", f"a property ({', '.join(PROPERTIES)})", prop)
+            if prop in seen:
+                fail(f"{f}.property", f"{prop!r} listed twice", shown=False)
+            seen.add(prop)
+            flag(v["unexpected"], f"{f}.unexpected")
+            flag(v["known"], f"{f}.known")
+            d = count(v["depth"], f"{f}.depth", 0, depth)
+            count(v["states_before"], f"{f}.states_before", 0, records)
+            seconds(v["seconds"], f"{f}.seconds")
+            actions = strings(v["actions"], f"{f}.actions")
+            if len(actions) != d:
+                fail(f"{f}.actions", f"a path of {d} actions (its depth)", actions)
+            for j, a in enumerate(actions):
+                if a not in known_labels:
+                    fail(f"{f}.actions[{j}]", "an action of the label table", a)
+
+
 def _encode_frontier(frontier: list, label: Callable[[str], int]) -> bytes:
     parts = []
     for entry in frontier:
@@ -469,17 +709,35 @@ def _encode_frontier(frontier: list, label: Callable[[str], int]) -> bytes:
     return b"".join(parts)
 
 
-def _decode_frontier(data: bytes, labels: list[str], count: int) -> list:
+def _decode_frontier(data: bytes, labels: list[str], count: int,
+                     path: str = "frontier") -> list:
+    """The ``count`` entries of a frontier file, in the strictly increasing fingerprint order
+    the BFS writes them in; a ``CheckpointError`` naming the file and the entry otherwise."""
     out, pos = [], 0
     head = struct.Struct(f"<{FP_SIZE}sH")
-    for _ in range(count):
+
+    def bad(i: int, what: str) -> CheckpointError:
+        return CheckpointError(f"corrupt checkpoint {path}: entry {i + 1}: {what}")
+
+    for i in range(count):
+        if pos + head.size > len(data):
+            raise bad(i, f"missing (the file holds fewer than the {count:,} entries "
+                         f"{HEADER} records)")
         fp, k = head.unpack_from(data, pos)
         pos += head.size
+        if pos + 4 * k > len(data):
+            raise bad(i, "truncated")
         idx = struct.unpack_from(f"<{k}I", data, pos)
         pos += 4 * k
-        out.append((fp, frozenset(labels[i] for i in idx)))
+        if any(j >= len(labels) for j in idx):
+            raise bad(i, f"a label index beyond the label table of {HEADER} "
+                         f"({len(labels)} labels)")
+        if out and fp <= out[-1][0]:
+            raise bad(i, "not in fingerprint order (or a state listed twice)")
+        out.append((fp, frozenset(labels[j] for j in idx)))
     if pos != len(data):
-        raise ValueError("the frontier file has trailing bytes")
+        raise CheckpointError(f"corrupt checkpoint {path}: trailing bytes after its {count:,} "
+                              "entries")
     return out
 
 

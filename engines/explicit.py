@@ -743,12 +743,20 @@ def _refused(e) -> InputError:
     return InputError(f"a command of this configuration cannot run: {e}", "the configuration")
 
 
-def _worker_main(conn, cfg, symmetry, por, bounds, evaluate):
+def _worker_main(conn, parent, cfg, symmetry, por, bounds, evaluate):
+    """A BFS worker: expands what its parent sends until told to stop, or until the parent is
+    gone (``engines/lifetime.py``: it never outlives a killed search; Ctrl-C is the
+    parent's to handle, so SIGINT is ignored here)."""
+    from icecheck.engines.lifetime import die_with_parent
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
     ex = Expander(cfg, symmetry, por, bounds, evaluate)
     with few_collections() as heap:            # a process of its own: its own collector
         while True:
-            msg = conn.recv()
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):        # the parent closed its end: nothing to do
+                return
             op = msg[0]
             if op == "expand":
                 try:
@@ -782,7 +790,8 @@ class _Local:
 class _Remote:
     def __init__(self, ctx, *args):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, *args), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid(), *args),
+                                daemon=True)
         self.proc.start()
         child.close()
 
@@ -795,15 +804,23 @@ class _Remote:
             raise _refused(got.message)
         return got
 
-    def stop(self):
+    def ask_stop(self):
         try:
             self.conn.send(("stop",))
         except (OSError, BrokenPipeError):
             pass
-        self.proc.join(timeout=2)
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(timeout=2)
+
+
+def _stop_pool(pool: list[_Remote]) -> None:
+    """Ask every worker to stop, then wait for them together (a worker busy with a batch
+    answers it first), terminating any that did not end (``engines/lifetime.stop_all``):
+    none outlives the search, even when a second Ctrl-C interrupts the wait."""
+    from icecheck.engines.lifetime import stop_all
+    try:
+        for r in pool:
+            r.ask_stop()
+    finally:
+        stop_all([r.proc for r in pool])
 
 
 # -- the search ---------------------------------------------------------------------------------
@@ -907,7 +924,13 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
     else:
         import multiprocessing as mp
         ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
-        pool = [_Remote(ctx, *args) for _ in range(workers)]
+        pool = []
+        try:
+            for _ in range(workers):
+                pool.append(_Remote(ctx, *args))
+        except BaseException:          # Ctrl-C while they start: none is left behind
+            _stop_pool(pool)
+            raise
         fp = Fingerprinter(cfg, symmetry)
         res.symmetry_classes = fp.classes
         res.note_symmetry(fp.note)
@@ -1038,8 +1061,7 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
         res.stopped = "interrupted"
     finally:
         if pool is not None:
-            for r in pool:
-                r.stop()
+            _stop_pool(pool)
     if ck is not None and not res.complete:
         ck.write(parents, res)    # the start of the level it stopped in
     res._path_to = path_to  # for traces of the partial result
@@ -1059,13 +1081,31 @@ class _Paths:
         self.parents = parents
 
     def __call__(self, fp: bytes) -> list[str]:
+        """The labels from the initial state to ``fp``. A path is never longer than the
+        number of states, so a walk that gets longer has met a cycle of parent pointers; it
+        and a parent that is no visited state (both only a damaged checkpoint could bring:
+        ``engines/checkpoint.py`` refuses them on load) are a ``CheckpointError``, never an
+        endless walk or a ``KeyError``."""
         parents, out = self.parents, []
+        limit = len(parents)
+        start = fp
         while True:
-            parent, label = parents[fp]
+            got = parents.get(fp)
+            if got is None:
+                raise self._broken(start, "leads to a state that was never visited")
+            parent, label = got
             if parent is None:
                 return list(reversed(out))
             out.append(label)
+            if len(out) > limit:
+                raise self._broken(start, "goes round a cycle")
             fp = parent
+
+    @staticmethod
+    def _broken(fp: bytes, how: str):
+        from icecheck.engines.checkpoint import CheckpointError
+        return CheckpointError(f"the parent pointers of state {fp.hex()} {how}: a damaged "
+                               "checkpoint (start over in another folder)", "--resume")
 
 
 def _resume(restored, res, parents, workers, broadcast, path_to):
@@ -1079,7 +1119,13 @@ def _resume(restored, res, parents, workers, broadcast, path_to):
     frontier = [(fp, i % workers, pruned) for i, (fp, pruned) in enumerate(restored.frontier)]
     per = [[] for _ in range(workers)]
     for fp, k, _ in frontier:
-        per[k].append((fp, path_to(fp)))
+        path = path_to(fp)
+        if len(path) != restored.depth:     # a level's states are all at its depth
+            raise CheckpointError(
+                f"the checkpoint does not fit itself: it is at depth {restored.depth}, but the "
+                f"path to a state of its frontier has {len(path)} actions (a damaged "
+                "checkpoint)", "--resume")
+        per[k].append((fp, path))
     bad = [fp for got in broadcast("rebuild", [(p,) for p in per]) for fp in got]
     if bad:
         raise CheckpointError(

@@ -21,6 +21,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable
 
+from icecheck.engines.lifetime import die_with_parent, stop_all
 from icecheck.traces.format import write_atomic
 
 from .distributed import CELLS_DIR, PARQUET, SweepRun, cell_path, load_finished, result_row
@@ -57,23 +58,41 @@ def run_cells_local(cells: list[dict], out: str, *, resume: bool = True, workers
             # spawn, not fork: the parent runs a progress thread, and a forked child could
             # inherit one of its locks held
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # every worker dies with this process (engines/lifetime.py); an interrupted run
+            # ends its workers at once (their cells run again on resume) instead of waiting
+            # for the cells they are running, which can take minutes
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                       initializer=die_with_parent, initargs=(os.getpid(),))
+            ended = False
+            try:
                 pending = {pool.submit(run_cell, c) for c in todo}
-                try:
-                    while pending:
-                        complete, pending = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in complete:
-                            keep(fut.result())
-                except KeyboardInterrupt:
-                    for fut in pending:
-                        fut.cancel()
-                    raise
+                while pending:
+                    complete, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in complete:
+                        keep(fut.result())
+                ended = True
+            finally:
+                if ended:
+                    pool.shutdown(wait=True)
+                else:
+                    _end_pool(pool)
     except KeyboardInterrupt:
         run.interrupted = True
     run.ran = len(finished) - len(done)
     run.seconds = time.monotonic() - start
     run.results = [finished[c["id"]] for c in cells if c["id"] in finished]
     return run
+
+
+def _end_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` without waiting for the cells its workers are running: cancel what has
+    not started, then terminate the workers (``stop_all``; the pool offers no public way to
+    reach them before Python 3.14's ``terminate_workers``)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    finally:
+        stop_all(procs, grace=0.0)
 
 
 def write_parquet_local(results: list[dict], out: str) -> str | None:

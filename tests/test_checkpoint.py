@@ -255,3 +255,171 @@ def test_cli_long_run_options_need_their_engine(tmp_path):
     assert mem.returncode == 1 and "INCONCLUSIVE: --max-memory 1 MB" in mem.stderr
     doc = json.loads(mem.stdout)
     assert doc["stopped"] == "memory bound" and doc["bounds"]["max_memory_mb"] == 1
+
+
+# -- a checkpoint edited and re-sealed (issue 45): every field checked on load -----------------
+def _edit_visited(d, change):
+    """Change the parent records of ``d`` (``change(records)``, each a [fp, parent, label
+    index] list) and re-seal them: the visited file's digest in the header, then the
+    header's own digest, as a hand edit that knows the format would."""
+    import hashlib
+    rec = ckmod._RECORD
+    path = os.path.join(d, "visited.bin")
+    with open(path, "rb") as f:
+        data = f.read()
+    records = [list(rec.unpack_from(data, i * rec.size)) for i in range(len(data) // rec.size)]
+    change(records)
+    buf = b"".join(rec.pack(*r) for r in records)
+    with open(path, "wb") as f:
+        f.write(buf)
+    _edit_header(d, lambda h: h["visited"].update(
+        records=len(records), digest=hashlib.blake2b(buf, digest_size=16).hexdigest()))
+
+
+def _frontier_fps(d) -> list[bytes]:
+    with open(os.path.join(d, "checkpoint.json")) as f:
+        head = json.load(f)
+    with open(os.path.join(d, head["frontier"]["file"]), "rb") as f:
+        data = f.read()
+    return [fp for fp, _ in ckmod._decode_frontier(data, head["labels"],
+                                                   head["frontier"]["count"])]
+
+
+def _repoint(target: str):
+    """A change of the visited records: the first frontier state's parent becomes an
+    unknown state, or (``cycle``) its parent's parent becomes that state itself."""
+    def change(records, d):
+        index = {r[0]: i for i, r in enumerate(records)}
+        child = index[_frontier_fps(d)[0]]
+        if target == "unknown":
+            records[child][1] = b"\x01" * 16
+        else:
+            parent = index[records[child][1]]
+            records[parent][1], records[parent][2] = records[child][0], records[child][2]
+    return change
+
+
+@pytest.mark.parametrize("damage,where", [
+    ("nested", "checkpoint.json:2: nested more than 100 levels deep"),
+    ("not-json", "checkpoint.json:1: not valid JSON"),
+    ("result", "checkpoint.json: result.coverage: must be an object of counts, not a list"),
+    ("counter", "checkpoint.json: result.transitions: must be a non-negative integer, not -1"),
+    ("negative-depth", "checkpoint.json: depth: must be a non-negative integer, not -5"),
+    ("depth", "checkpoint.json: result.max_depth: must be the checkpoint's depth"),
+    ("elapsed", "checkpoint.json: elapsed: must be a number of seconds from 0, not NaN"),
+    ("violation", "checkpoint.json: result.violations[0].actions: must be a path of"),
+    ("property", "checkpoint.json: result.violations[0].property: must be a property"),
+    ("labels", "checkpoint.json: labels[1]: the label"),
+    ("frontier-file", "checkpoint.json: frontier.file: must be a file name"),
+    ("unknown-parent", "visited.bin: record"),
+    ("cycle", "visited.bin: record"),
+    ("label-index", "visited.bin: record 2: its action label index"),
+    ("root", "visited.bin: record 1: the first record is not the initial state"),
+])
+def test_an_edited_and_resealed_checkpoint_is_refused_naming_the_field(tmp_path, damage, where):
+    """The header's digest only catches accidents: a checkpoint edited and re-sealed (or
+    written by a bug) is checked field by field and record by record, and refused with one
+    line naming the file and the field (``result.coverage``) or record, never a traceback,
+    a KeyError in path reconstruction or an endless walk round a cycle of parent pointers."""
+    d = _stopped_checkpoint(tmp_path)
+    header = os.path.join(d, "checkpoint.json")
+    if damage == "nested":
+        with open(header, "w") as f:
+            f.write('{"format": "icecheck-checkpoint/1",\n "x": ' + "[" * 5000 + "]" * 5000
+                    + "}")
+    elif damage == "not-json":
+        with open(header, "w") as f:
+            f.write('{"format": "icecheck-checkpoint/1", "seq": }')
+    elif damage == "result":
+        _edit_header(d, lambda h: h["result"].update(coverage=[]))
+    elif damage == "counter":
+        _edit_header(d, lambda h: h["result"].update(transitions=-1))
+    elif damage == "negative-depth":
+        _edit_header(d, lambda h: h.update(depth=-5))
+    elif damage == "depth":
+        _edit_header(d, lambda h: h.update(depth=h["depth"] + 1))
+    elif damage == "elapsed":
+        _edit_header(d, lambda h: h.update(elapsed=float("nan")))
+    elif damage == "violation":
+        _edit_header(d, lambda h: h["result"]["violations"][0]["actions"].pop())
+    elif damage == "property":
+        _edit_header(d, lambda h: h["result"]["violations"][0].update(property="no_such"))
+    elif damage == "labels":
+        _edit_header(d, lambda h: h.update(labels=[h["labels"][0]] + h["labels"]))
+    elif damage == "frontier-file":
+        _edit_header(d, lambda h: h["frontier"].update(file="../../etc/passwd"))
+    elif damage in ("unknown-parent", "cycle"):
+        change = _repoint("unknown" if damage == "unknown-parent" else "cycle")
+        _edit_visited(d, lambda records: change(records, d))
+    elif damage == "label-index":
+        _edit_visited(d, lambda records: records[1].__setitem__(2, 10**6))
+    elif damage == "root":
+        _edit_visited(d, lambda records: records[0].__setitem__(1, b"\x02" * 16))
+    with pytest.raises(CheckpointError) as e:
+        search(CFG, engine="bfs", workers=1, checkpoint=Checkpointer(d, resume=True))
+    msg = str(e.value)
+    assert "\n" not in msg and f"{d}{os.sep}{where}" in msg, msg
+
+
+def test_a_checkpoint_whose_depth_disagrees_with_its_paths_is_refused(tmp_path):
+    """Depth and the counters agree, but the frontier's paths are shorter: the restored
+    search would count depths wrong from there on."""
+    d = _stopped_checkpoint(tmp_path)
+    _edit_header(d, lambda h: (h.update(depth=h["depth"] + 1),
+                               h["result"].update(max_depth=h["depth"])))
+    with pytest.raises(CheckpointError, match="does not fit itself") as e:
+        search(CFG, engine="bfs", workers=1, checkpoint=Checkpointer(d, resume=True))
+    assert e.value.option == "--resume"
+
+
+class _Counting(dict):
+    """Parent pointers that count their lookups and fail past ``limit``: a path walk that
+    never ends fails the test by a count, not a clock."""
+
+    def __init__(self, items, limit):
+        super().__init__(items)
+        self.left = limit
+
+    def _tick(self):
+        self.left -= 1
+        assert self.left > 0, "the path walk did not stop"
+
+    def get(self, key, default=None):
+        self._tick()
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self._tick()
+        return super().__getitem__(key)
+
+
+def test_path_reconstruction_refuses_unknown_parents_and_cycles():
+    from icecheck.engines.explicit import _Paths
+    a, b, c, root = b"a" * 16, b"b" * 16, b"c" * 16, b"r" * 16
+    good = _Paths(_Counting({root: (None, None), a: (root, "w1.begin"), b: (a, "w1.refresh")},
+                            100))
+    assert good(b) == ["w1.begin", "w1.refresh"]
+    with pytest.raises(CheckpointError, match="never visited"):
+        _Paths(_Counting({root: (None, None), a: (c, "w1.begin")}, 100))(a)
+    with pytest.raises(CheckpointError, match="cycle") as e:
+        _Paths(_Counting({root: (None, None), a: (b, "w1.begin"), b: (a, "w2.begin")},
+                         100))(a)
+    assert e.value.option == "--resume" and "\n" not in str(e.value)
+
+
+def test_cli_an_edited_checkpoint_is_one_line_exit_2(tmp_path):
+    d = str(tmp_path / "ck")
+    part = icecheck("explore", *CLI_CFG, "--max-states", "300", "--checkpoint", d)
+    assert part.returncode == 1, part.stderr
+    change = _repoint("cycle")
+    _edit_visited(d, lambda records: change(records, d))
+    bad = icecheck("explore", *CLI_CFG, "--checkpoint", d, "--resume")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    (line,) = bad.stderr.strip().splitlines()
+    assert line.startswith(f"error: --checkpoint: corrupt checkpoint {d}{os.sep}visited.bin: "
+                           "record "), line
+    _edit_header(d, lambda h: h["result"].update(coverage=[]))
+    bad = icecheck("explore", *CLI_CFG, "--checkpoint", d, "--resume")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        f"error: --checkpoint: corrupt checkpoint {d}{os.sep}checkpoint.json: result.coverage: "
+        "must be an object of counts, not a list"]
