@@ -122,8 +122,9 @@ def trace_show(trace_file: str, svg: str | None, explain: bool, as_json: bool) -
 @trace.command("export")
 @click.argument("trace_file", metavar="TRACE")
 @click.option("--itf", "itf", is_flag=True, required=True,
-              help="Write the Informal Trace Format with the full model state at every step "
-                   "(ITF's #set/#tup/#map; docs/traces.md, \"ITF export\").")
+              help="Write the Informal Trace Format with the full model state at every step, "
+                   "each variable's Apalache type in #meta.varTypes (docs/traces.md, \"ITF "
+                   "export\").")
 @click.option("-o", "--output", "output", metavar="OUT.itf.json",
               help="Write to this file (atomically) instead of standard output.")
 def trace_export(trace_file: str, itf: bool, output: str | None) -> None:
