@@ -74,7 +74,11 @@ class ProfileName(click.ParamType):
             return []
 
     def convert(self, value, param, ctx):
-        known = self.names()
+        from icecheck.models.profiles import load_profiles
+        try:
+            known = sorted(load_profiles())
+        except InputError as e:    # a broken $ICECHECK_PROFILES file: its own file:line
+            fail_input(e)
         if value not in known:
             self.fail(f"unknown profile {value!r}; known: {', '.join(known)}", param, ctx)
         return value

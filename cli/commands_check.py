@@ -69,6 +69,7 @@ def load_explorations(path: str) -> list[Exploration]:
         raise InputError("expected a mapping with a list 'explorations'", path,
                          getattr(doc, "line", None))
     out_list = []
+    first_line: dict = {}              # id -> the line of the entry that used it first
     for i, e in enumerate(entries):
         line = getattr(e, "line", None)
         if not isinstance(e, dict):
@@ -107,6 +108,25 @@ def load_explorations(path: str) -> list[Exploration]:
             if not isinstance(expect, dict) or not isinstance(expect.get("allowed", []), list):
                 raise InputError(f"explorations[{i}].expect must be a mapping with a list "
                                  "'allowed'", path, getattr(e, "key_lines", {}).get("expect", line))
+            # an unknown key or property would make the check vacuous or fail every run
+            # (exit 1 for what is a typo in the file): both are input errors at their line
+            for k in expect:
+                if k != "allowed":
+                    raise InputError(f"unknown key {k!r} in explorations[{i}].expect; expected "
+                                     "'allowed'", path, getattr(expect, "key_lines", {}).get(
+                                         k, line))
+            from icecheck.properties import PROPERTIES
+            allowed = expect.get("allowed", [])
+            for j, prop in enumerate(allowed):
+                if not isinstance(prop, str) or prop not in PROPERTIES:
+                    raise InputError(f"explorations[{i}].expect.allowed[{j}]: unknown property "
+                                     f"{prop!r}; expected one of {', '.join(PROPERTIES)}", path,
+                                     allowed.line_of(j) if hasattr(allowed, "line_of") else line)
+            if e["id"] in first_line:
+                raise InputError(f"explorations[{i}]: duplicate id {e['id']!r} (first used by "
+                                 f"the entry at line {first_line[e['id']]})", path,
+                                 getattr(e, "key_lines", {}).get("id", line))
+            first_line[e["id"]] = line
             x = Exploration(
                 id=e["id"], profile=e["profile"], writers=num("writers", 2, 1, 9),
                 ops=num("ops", 1, 1, 9), mix=tuple(mix), keys=num("keys", 1, 1, 9),

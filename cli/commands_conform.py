@@ -106,15 +106,18 @@ def _java_ready() -> None:
 @click.option("--catalog", type=click.Choice(["hadoop", "jdbc"]), default=None,
               help="Java catalog for every scenario (default: from the scenario's catalog: "
                    "put_if_absent -> hadoop, cas -> jdbc).")
-@click.option("--random", "random_n", type=int, default=None, metavar="N",
+@click.option("--random", "random_n", type=click.IntRange(1, 1_000_000), default=None,
+              metavar="N",
               help="Differential mode (--target java, or mixed: random Spark + PyIceberg "
                    "scenarios, docs/conformance-mixed.md): N random scenarios (Hypothesis), "
                    "shrunk on disagreement (java).")
 @click.option("--seed", type=int, default=None, help="Seed for --random (default: random).")
 @click.option("--no-shrink", is_flag=True, help="With --random: do not shrink disagreements.")
 @click.option("--allowlist", "allowlist_path", default=None, metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False),
               help="Allow-list of known, reasoned disagreements "
-                   "(default: conformance/allowlist.yaml).")
+                   "(default: conformance/allowlist.yaml). A FILE that does not exist is an "
+                   "error (exit 2), not an empty list.")
 def conform(paths: tuple[str, ...], target: str, as_json: bool, catalog: str | None,
             random_n: int | None, seed: int | None, no_shrink: bool,
             allowlist_path: str | None) -> None:

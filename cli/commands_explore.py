@@ -85,7 +85,10 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--phantom-failures", is_flag=True,
               help="Explore swaps that apply while the catalog answers CommitFailedException "
                    "(a REST client resending a timed-out commit); the writer retries as Java does.")
-@click.option("--max-examples", type=click.IntRange(1), default=500, show_default=True)
+@click.option("--max-examples", type=click.IntRange(1, 1_000_000), default=500,
+              show_default=True,
+              help="hypothesis: runs to generate (at most 1,000,000, as in exploration lists "
+                   "and sweep spaces).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Hypothesis seed (same seed, same result).")
 @click.option("--time-budget", type=SECONDS, default=None,
@@ -107,7 +110,8 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="With --interactive: the port (0: a free one).")
 @click.option("--max-depth", type=click.IntRange(0), default=None,
-              help="bfs/dfs: do not expand states at this depth (actions from the start).")
+              help="bfs/dfs: do not expand states at this depth (actions from the start); z3: "
+                   "the longest run searched, 0 to 200 (default 10; docs/z3.md).")
 @click.option("--retries", type=click.IntRange(0, 9), default=None,
               help="bfs/dfs: table property commit.retry.num-retries (default: the table's, 4).")
 @click.option("--max-files", type=click.IntRange(0), default=None,
@@ -159,8 +163,10 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                               "--trace (a trace records its writers' profiles itself)",
                               "--writer-profile"))
     if interactive or trace or profile is None:  # the explorer's page: explorer/cli.py
+        from icecheck.cli.commands_traces import resolve_trace   # a file, or a shipped name
         from icecheck.explorer.cli import run_interactive
-        return run_interactive(interactive=interactive, trace=trace, port=port, save_dir=save_dir,
+        return run_interactive(interactive=interactive, trace=trace and resolve_trace(trace),
+                               port=port, save_dir=save_dir,
                                profile=profile, writers=writers, ops=ops, mix=mix, keys=keys,
                                catalog=catalog, format_version=format_version, faults=faults,
                                crashes=crashes)
@@ -188,8 +194,10 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
         fail_input(e)
     if engine == "z3":
         from icecheck.cli.commands_z3 import run_z3
-        run_z3(cfg, max_depth if max_depth is not None else 10, properties, save_dir, as_json,
-               strict)
+        from icecheck.engines.explicit import with_retries
+        _refuse_unused_by_z3(click.get_current_context())
+        run_z3(with_retries(cfg, retries), max_depth if max_depth is not None else 10,
+               properties, save_dir, as_json, strict, depth_option="--max-depth")
         return
     long_run = _long_run_options(engine, max_memory, checkpoint_dir, resume, checkpoint_every)
     if engine in ("bfs", "dfs", "spark-bfs"):
@@ -213,6 +221,30 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                              properties=properties, progress=update)
     finish_run(result, [(f.property, f.trace) for f in result.findings], save_dir, as_json,
                report_result, strict)
+
+
+#: explore's options the z3 search cannot honour (its bound is --max-depth; it has no state
+#: set to bound, checkpoint or spread over workers, and no budget or random examples), each
+#: with the engines that do
+_NOT_Z3 = {"max_memory": "bfs or dfs", "checkpoint_dir": "bfs", "resume": "bfs",
+           "checkpoint_every": "bfs", "max_states": "bfs, dfs or spark-bfs",
+           "max_files": "bfs or dfs", "workers": "bfs", "no_symmetry": "bfs or dfs",
+           "no_por": "bfs or dfs", "time_budget": "hypothesis, bfs, dfs or spark-bfs",
+           "master": "spark-bfs", "partitions": "spark-bfs", "max_examples": "hypothesis",
+           "seed": "hypothesis", "hypothesis_profile": "hypothesis"}
+
+
+def _refuse_unused_by_z3(ctx: click.Context) -> None:
+    """One line naming the first option given that ``--engine z3`` would ignore, and exit 2:
+    a run that silently drops ``--max-memory`` or ``--checkpoint`` is not the run asked for."""
+    from click.core import ParameterSource
+
+    for param in ctx.command.params:
+        if param.name in _NOT_Z3 and ctx.get_parameter_source(param.name) in (
+                ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            fail_input(InputError(f"is not an option of --engine z3 (a symbolic search "
+                                  f"bounded by --max-depth); --engine {_NOT_Z3[param.name]} "
+                                  "takes it", param.opts[0]))
 
 
 def _long_run_options(engine, max_memory, checkpoint_dir, resume, checkpoint_every) -> dict:

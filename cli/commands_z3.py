@@ -38,7 +38,8 @@ def z3() -> None:
               default="2",
               show_default=True, help="Table format version.")
 @click.option("--depth", type=click.IntRange(0, 200), default=10, show_default=True,
-              help="Bound: actions per run.")
+              help="Bound: actions per run (at most 200: longer than any run the encoding "
+                   "models; docs/z3.md).")
 @click.option("--property", "properties", type=PROPERTY, multiple=True, metavar="PROPERTY",
               help="Hunt only this property (repeatable).")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the traces here.")
@@ -68,19 +69,39 @@ def search(profile, writers, ops, mix, keys, catalog, format_version, depth, pro
     run_z3(cfg, depth, properties, save_dir, as_json, strict)
 
 
-def run_z3(cfg, depth: int, properties, save_dir, as_json, strict: bool = False) -> None:
+def run_z3(cfg, depth: int, properties, save_dir, as_json, strict: bool = False,
+           depth_option: str = "--depth") -> None:
     """Run the z3 search on ``cfg``, print its result, and exit (shared with
-    ``icecheck explore --engine z3``)."""
-    from icecheck.engines.z3_engine import Z3Unsupported, z3_search
+    ``icecheck explore --engine z3``). On a terminal a transient line shows the step being
+    encoded and the depth being solved (a deep search of a large configuration takes
+    minutes)."""
+    from rich.live import Live
+    from rich.text import Text
+
+    from icecheck.engines.z3_engine import MAX_DEPTH, Z3Unsupported, z3_search
+
+    if not 0 <= depth <= MAX_DEPTH:
+        fail_input(InputError(f"the z3 search takes a depth from 0 to {MAX_DEPTH} (every run "
+                              f"it models is shorter), not {depth}", depth_option))
+    live = Live(Text(""), console=err, transient=True, refresh_per_second=8)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        what = ("encoding step" if stage == "encoding"
+                else f"{stage}: solving for a run of depth")
+        live.update(Text(f"z3: {what} {done} of {total}"))
 
     try:
-        result = z3_search(cfg, depth, properties or None)
+        with live:
+            result = z3_search(cfg, depth, properties or None, progress=progress)
     except Z3Unsupported as e:
         fail_input(InputError(str(e), "<arguments>"))
     from icecheck.cli.base import finish_run, print_trace
 
     def report(result, saved: dict[str, str]) -> None:
-        err.print(f"{cfg.name}: depth {depth}, {result.nodes} lineage nodes "
+        longest = (f" (no run is longer than {result.encoded_depth} actions: "
+                   f"{result.encoded_depth} steps encoded)"
+                   if result.encoded_depth < depth else "")
+        err.print(f"{cfg.name}: depth {depth}{longest}, {result.nodes} lineage nodes "
                   f"({result.model_runs} model steps, {result.facts} table facts), "
                   f"{result.seconds:.2f}s (tables {result.table_seconds:.2f}s, "
                   f"z3 + replay {result.solve_seconds:.2f}s)")

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 import z3
 
@@ -66,6 +66,14 @@ PHASE_NAMES = {IDLE: msys.IDLE, WRITTEN: msys.WRITTEN, PREPARED: msys.PREPARED,
                COMMITTED: msys.COMMITTED, VFAILED: msys.VALIDATION_FAILED, NOOPED: msys.NOOP,
                CFAILED: msys.COMMIT_FAILED}
 KINDS = (msys.BEGIN, msys.REFRESH, msys.CAS)
+
+
+#: The largest depth a z3 search takes (``z3 search --depth``, ``explore --engine z3
+#: --max-depth``; beyond it, exit 2). Every run of a configuration the encoding models is at most
+#: ``LineageTables.longest_run`` actions long, writers x (1 + 2 x (retries + 1)): 9 writers
+#: with 9 retries make 189, so 200 covers every run of every configuration, and a deeper
+#: search would only add stutter steps (z3_search searches at most that many steps anyway).
+MAX_DEPTH = 200
 
 
 class Z3ReplayError(AssertionError):
@@ -98,6 +106,7 @@ class Z3Result:
     nodes: int = 0
     model_runs: int = 0
     facts: int = 0
+    encoded_depth: int = 0                # the steps encoded: min(depth, the longest run)
 
     @property
     def failed(self) -> bool:
@@ -114,7 +123,8 @@ class Z3Result:
         return {
             "engine": "z3", "config": self.config.name, "profile": self.config.profile,
             "catalog": self.config.catalog, "format_version": self.config.format_version,
-            "depth": self.depth, "searched": list(self.searched),
+            "depth": self.depth, "encoded_depth": self.encoded_depth,
+            "searched": list(self.searched),
             "violations": sorted(self.violations), "unexpected": sorted(self.unexpected),
             "known_findings": sorted(self.known),
             "unsat_within_bounds": self.unsat_within_bounds,
@@ -293,6 +303,13 @@ class LineageTables:
                             self.child[(w, c, bnode, node)] = self._node(lineage + ((w, c, b),))
 
     @property
+    def longest_run(self) -> int:
+        """The most actions a run of this configuration takes: each writer begins once and
+        refreshes and swaps at most once per attempt (``commit.retry.num-retries`` retries).
+        Steps beyond it can only stutter."""
+        return len(self.writers) * (1 + 2 * (self.max_retries + 1))
+
+    @property
     def facts(self) -> int:
         return (len(self.begun) + len(self.val0) + len(self.val1) + len(self.child)
                 + len(self.prop))
@@ -303,7 +320,8 @@ class LineageTables:
 
 
 class Encoding:
-    def __init__(self, tables: LineageTables, depth: int):
+    def __init__(self, tables: LineageTables, depth: int,
+                 progress: Callable[[str, int, int], None] | None = None):
         self.t = tables
         self.K = depth
         W = len(tables.writers)
@@ -353,6 +371,8 @@ class Encoding:
         for t in range(depth):
             s.add(0 <= self.act[t], self.act[t] <= 3 * W)
             s.add(z3.Or([self._step(t, a) for a in range(3 * W + 1)]))
+            if progress is not None:
+                progress("encoding", t + 1, depth)
 
     def _frame(self, t: int, keep: Iterable[int]) -> list:
         out = []
@@ -473,12 +493,19 @@ def replay(tables: LineageTables, actions: list[str], predicted: list[dict] | No
 
 
 def z3_search(cfg: ExploreConfig, depth: int, properties: Iterable[str] | None = None, *,
-              tables: LineageTables | None = None) -> Z3Result:
+              tables: LineageTables | None = None,
+              progress: Callable[[str, int, int], None] | None = None) -> Z3Result:
     """Search every run of at most ``depth`` actions for a violation of ``properties``.
 
     For each property: the shortest run with an unexpected violation, else the shortest with
     any violation; the trace is replayed on the executable model (``Z3ReplayError`` if it does
     not reproduce) and turned into a trace document.
+
+    ``depth`` is at most ``MAX_DEPTH``; the encoding has ``min(depth, tables.longest_run)``
+    steps (a longer run does not exist: more steps would only stutter, and cost memory and
+    time per step). ``progress(stage, done, total)`` is told of each step encoded
+    (``"encoding"``) and of each depth the search for a property's shortest run tries (the
+    property's name): the steps of a long search, for a terminal's progress line.
     """
     from icecheck.traces.execute import build_trace
 
@@ -487,14 +514,15 @@ def z3_search(cfg: ExploreConfig, depth: int, properties: Iterable[str] | None =
     for p in props:
         if p not in PROPERTIES:
             raise ValueError(f"unknown property {p!r}; expected one of {', '.join(PROPERTIES)}")
-    if depth < 0:
-        raise ValueError("depth must be >= 0")
+    if not 0 <= depth <= MAX_DEPTH:
+        raise ValueError(f"depth must be from 0 to {MAX_DEPTH}, not {depth}")
     tables = tables or LineageTables(cfg)
     t1 = time.perf_counter()
-    enc = Encoding(tables, depth)
-    result = Z3Result(cfg, depth, searched=props, nodes=len(tables.lineages),
+    asked, depth = depth, min(depth, tables.longest_run)
+    enc = Encoding(tables, depth, progress)
+    result = Z3Result(cfg, asked, searched=props, nodes=len(tables.lineages),
                       model_runs=tables.runs, facts=tables.facts,
-                      table_seconds=t1 - started)
+                      table_seconds=t1 - started, encoded_depth=depth)
     s = enc.solver
     any_found = False
     any_unexpected = False
@@ -502,10 +530,14 @@ def z3_search(cfg: ExploreConfig, depth: int, properties: Iterable[str] | None =
         found = None
         for want_unexpected in (True, False):
             f = enc.unexp_f[p] if want_unexpected else enc.prop_f[p]
+            if progress is not None:
+                progress(p, depth, depth)
             if s.check(f(enc.node[depth])) != z3.sat:
                 continue
             # the shortest run: the first step at which the property holds
             for d in range(depth + 1):
+                if progress is not None:
+                    progress(p, d, depth)
                 if s.check(f(enc.node[d])) == z3.sat:
                     actions, predicted = enc.trace(s.model(), d)
                     replay(tables, actions, predicted, p, unexpected=want_unexpected)

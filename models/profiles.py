@@ -291,7 +291,19 @@ def _load(dirs: tuple[str, ...]) -> dict[str, Profile]:
 
 
 def load_profiles() -> dict[str, Profile]:
-    return _load(tuple(profile_dirs()))
+    """Every profile: the built-in ones and those of the folders ``$ICECHECK_PROFILES`` names.
+    A malformed profile file is an ``InputError`` naming its file and line; so is an entry of
+    ``$ICECHECK_PROFILES`` that is not a folder (a typo would otherwise hide every profile it
+    was meant to add, and the error would be an "unknown profile" far from its cause)."""
+    from icecheck.scenarios.errors import InputError
+
+    dirs = profile_dirs()
+    for d in dirs[1:]:
+        if not os.path.isdir(d):
+            what = "is a file, not a folder" if os.path.exists(d) else "does not exist"
+            raise InputError(f"names {d!r}, which {what}: it names folders of profile files "
+                             f"(*.yaml), separated by {os.pathsep!r}", "ICECHECK_PROFILES")
+    return _load(tuple(dirs))
 
 
 def get_profile(name: str) -> Profile:

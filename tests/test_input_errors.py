@@ -325,3 +325,73 @@ def test_a_key_written_on_or_yes_stays_a_name():
     from icecheck.scenarios.yamlload import load_yaml
     doc = load_yaml("command: {sql: MERGE, on: [id], rows: [[1, a]]}\nyes: no\n", "x.yaml")
     assert doc == {"command": {"sql": "MERGE", "on": ["id"], "rows": [[1, "a"]]}, "yes": False}
+
+
+# -- issue 45, item 6 --------------------------------------------------------------------------
+EXPLORATION = """\
+explorations:
+  - id: a
+    profile: spark-3.5-mor-snapshot
+    max_examples: 5
+"""
+
+
+@pytest.mark.parametrize("text,line,fragment", [
+    (EXPLORATION + "    expect:\n      allowed: [undelete, no_such]\n", 6,
+     "explorations[0].expect.allowed[1]: unknown property 'no_such'; expected one of "),
+    (EXPLORATION + "    expect:\n      allowed:\n        - 3\n", 7,
+     "explorations[0].expect.allowed[0]: unknown property 3"),
+    (EXPLORATION + "    expect:\n      allowed: [undelete]\n      forbidden: [lost_write]\n", 7,
+     "unknown key 'forbidden' in explorations[0].expect; expected 'allowed'"),
+    (EXPLORATION + EXPLORATION.split("\n", 1)[1] + "  - id: b\n    profile: "
+     "spark-3.5-mor-snapshot\n", 5,
+     "explorations[1]: duplicate id 'a' (first used by the entry at line 2)"),
+])
+def test_exploration_expectations_and_ids_are_checked(tmp_path, text, line, fragment):
+    """An unknown property in expect.allowed made every run fail (exit 1, as a failed
+    check would); a duplicate id made two reports of one name. Both are input errors at
+    their line, found before any exploration runs."""
+    path = tmp_path / "ex.yaml"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "icecheck", "check", "--explorations", str(path),
+                           "--reports", str(tmp_path / "reports")], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (first,) = proc.stderr.strip().splitlines()
+    assert first.startswith(f"error: {path}:{line}: {fragment}"), first
+
+
+def test_conform_allowlist_must_exist(tmp_path):
+    """A missing --allowlist was read as an empty list: every known disagreement failed."""
+    for path in (tmp_path / "missing.yaml", tmp_path):
+        proc = subprocess.run([sys.executable, "-m", "icecheck", "conform", "--allowlist",
+                               str(path)], capture_output=True, text=True)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith("error: Invalid value for '--allowlist'") and str(path) in line
+
+
+@pytest.mark.parametrize("setup,expected", [
+    ("broken", "{dir}/mine.yaml:4: profile mine: isolation must be one of serializable, "
+               "snapshot, none"),
+    ("file", "ICECHECK_PROFILES: names '{dir}/mine.yaml', which is a file, not a folder"),
+    ("missing", "ICECHECK_PROFILES: names '{dir}/nowhere', which does not exist"),
+])
+@pytest.mark.parametrize("args", [
+    ["explore", "--engine", "bfs", "--profile", "spark-3.5-mor-snapshot", "--writers", "1"],
+    ["z3", "search", "--profile", "spark-3.5-mor-snapshot"],
+    ["profiles"],
+], ids=["explore", "z3", "profiles"])
+def test_a_broken_profiles_folder_reports_its_own_error(tmp_path, setup, expected, args):
+    """A broken $ICECHECK_PROFILES file made every --profile "unknown profile ...; known: "
+    with an empty list; the file's own error (file:line), or what is wrong with the
+    variable, is the message."""
+    import os
+    (tmp_path / "mine.yaml").write_text("profiles:\n  mine:\n    engine: spark-3.5\n"
+                                        "    isolation: bogus\n    commands: {}\n")
+    value = {"broken": str(tmp_path), "file": str(tmp_path / "mine.yaml"),
+             "missing": str(tmp_path / "nowhere")}[setup]
+    proc = subprocess.run([sys.executable, "-m", "icecheck", *args], capture_output=True,
+                          text=True, env=dict(os.environ, ICECHECK_PROFILES=value))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: " + expected.format(dir=tmp_path)), line
