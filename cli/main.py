@@ -97,6 +97,7 @@ from icecheck.cli import commands_z3  # noqa: E402,F401
 from icecheck.cli import commands_compile  # noqa: E402,F401
 from icecheck.cli import commands_sweep  # noqa: E402,F401
 from icecheck.cli import commands_pipelines  # noqa: E402,F401
+from icecheck.cli import commands_audit  # noqa: E402,F401
 
 from icecheck.cli import commands_conform  # noqa: E402,F401
 

@@ -15,7 +15,8 @@ FOLDERS = {"icecheck": "icecheck", "models": "icecheck.models", "scenarios": "ic
            "cli": "icecheck.cli", "conformance": "icecheck.conformance",
            "engines": "icecheck.engines", "properties": "icecheck.properties",
            "traces": "icecheck.traces", "explorer": "icecheck.explorer",
-           "sweep": "icecheck.sweep", "pipelines": "icecheck.pipelines"}
+           "sweep": "icecheck.sweep", "pipelines": "icecheck.pipelines",
+           "audit": "icecheck.audit"}
 
 
 def modules():

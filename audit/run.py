@@ -1,0 +1,86 @@
+"""One audit: open nothing, write nothing; walk a loaded table and collect its findings.
+
+``audit(table, ...)`` runs the file-level checks during the bounded-memory walk
+(``walk.py``, ``checks.py``), then the lineage checks (``history.py``), and returns an
+``AuditReport``: the findings (violations first), what was read (snapshots, manifests read,
+cache hits, existence checks, data files read), the most live sets held at once, and the
+table's write settings (for the report and for ``--pipeline``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .checks import FileChecks
+from .findings import FINDING, VIOLATION, Finding, sort_key
+from .history import Lineage
+from .manifests import MetadataReader
+from .rows import RowReader
+from .walk import Walk
+
+#: table properties the report shows (write modes, isolation levels, format, retries)
+SETTINGS = ("format-version", "write.delete.mode", "write.update.mode", "write.merge.mode",
+            "write.delete.isolation-level", "write.update.isolation-level",
+            "write.merge.isolation-level", "commit.retry.num-retries",
+            "write.metadata.delete-after-commit.enabled")
+
+
+@dataclass
+class AuditReport:
+    table: str
+    catalog: str
+    metadata_location: str
+    format_version: int
+    snapshots: int
+    refs: dict
+    settings: dict
+    findings: list[Finding]
+    stats: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == VIOLATION]
+
+    def failed(self, strict: bool = False) -> bool:
+        return bool(self.violations) or (strict and any(f.severity == FINDING
+                                                        for f in self.findings))
+
+    def as_json(self) -> dict:
+        return {"table": self.table, "catalog": self.catalog,
+                "metadata_location": self.metadata_location,
+                "format_version": self.format_version, "snapshots": self.snapshots,
+                "refs": self.refs, "settings": self.settings,
+                "violations": len(self.violations),
+                "findings": [f.as_json() for f in self.findings],
+                "stats": self.stats}
+
+
+def audit(table, identifier: str = "", catalog: str = "", check_files: str = "heads",
+          read_data: bool = True, max_data_files: int = 100, progress=None,
+          cache_entries: int = 500_000) -> AuditReport:
+    """Audit ``table`` (a loaded ``pyiceberg.table.Table``); read only."""
+    t0 = time.perf_counter()
+    meta = table.metadata
+    reader = MetadataReader(table.io, cache_entries=cache_entries)
+    rows = RowReader(table.io, max_data_files) if read_data else None
+    checks = FileChecks(table, reader, rows, check_files=check_files)
+    walk = Walk(meta.snapshots, reader, checks.on_snapshot, progress=progress)
+    walk.run()
+    checks.check_metadata_log()
+    findings = checks.finish()
+    findings += Lineage(meta).findings(checks.head_live, checks.added)
+    findings.sort(key=sort_key)
+    props = dict(meta.properties)
+    settings = {k: props[k] for k in SETTINGS if k in props}
+    settings.setdefault("format-version", str(meta.format_version))
+    stats = dict(reader.stats)
+    stats.update(snapshots_walked=checks.visited, files_tracked=len(reader.files),
+                 max_live_sets=walk.max_live_sets,
+                 data_files_read=rows.files_read if rows is not None else 0)
+    return AuditReport(
+        table=identifier, catalog=catalog, metadata_location=table.metadata_location,
+        format_version=int(meta.format_version), snapshots=len(meta.snapshots),
+        refs={n: r.snapshot_id for n, r in sorted(meta.refs.items())}, settings=settings,
+        findings=findings, stats=stats, seconds=time.perf_counter() - t0)

@@ -1,0 +1,116 @@
+"""``icecheck audit TABLE``: audit a real table's history (docs/audit.md).
+
+Exit codes, for a scheduled job: 0 no violation (findings, if any, are printed), 1 a violation
+(or, with ``--strict``, any finding), 2 the table cannot be read or an option is wrong (one
+line naming it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.markup import escape
+
+from icecheck.cli.base import EXIT_FAILED, EXIT_OK, err, fail_input, main, out
+from icecheck.scenarios.errors import InputError
+
+
+def _properties(values: tuple[str, ...]) -> dict[str, str]:
+    props = {}
+    for v in values:
+        key, sep, val = v.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"{v!r} is not KEY=VALUE", "--property")
+        props[key.strip()] = val
+    return props
+
+
+@main.command()
+@click.argument("table")
+@click.option("--catalog", "catalog_uri", metavar="URI",
+              help="The catalog's URI (sqlite:////path/cat.db, postgresql://..., http(s):// "
+                   "for REST, thrift:// for Hive); default: PyIceberg's configuration "
+                   "(~/.pyiceberg.yaml, PYICEBERG_CATALOG__* variables).")
+@click.option("--catalog-name", metavar="NAME",
+              help="The catalog's name in PyIceberg's configuration, or in a SQL catalog's "
+                   "database (default: PyIceberg's default catalog; with --catalog, the one "
+                   "catalog of the database holding TABLE).")
+@click.option("--warehouse", metavar="LOCATION", help="The catalog's warehouse (with --catalog).")
+@click.option("--property", "-P", "props", multiple=True, metavar="KEY=VALUE",
+              help="Another catalog property (credentials, FileIO settings); repeatable.")
+@click.option("--check-files", type=click.Choice(["heads", "all", "none"]), default="heads",
+              show_default=True,
+              help="Which data and delete files to check exist: those live in a branch's or "
+                   "tag's head snapshot, in any snapshot (one check per distinct file), or "
+                   "none. Manifest lists and manifests are always read.")
+@click.option("--no-read-data", is_flag=True,
+              help="Read no data or delete file: findings rest on metadata alone.")
+@click.option("--max-data-files", type=click.IntRange(0, 1_000_000), default=100,
+              show_default=True, help="At most this many data or delete files read for rows.")
+@click.option("--strict", is_flag=True, help="Exit 1 on any finding, not only on violations.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--reports", "reports_dir", metavar="DIR",
+              help="Write audit.md and audit.json into DIR.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def audit(table, catalog_uri, catalog_name, warehouse, props, check_files, no_read_data,
+          max_data_files, strict, as_json, reports_dir, quiet) -> None:
+    """Audit TABLE (namespace.table) of a real catalog: read only, never writes to it.
+
+    Walks every snapshot's manifests in bounded memory and reports data files registered
+    twice, position deletes and deletion vectors whose data file is gone, equality deletes a
+    rewrite dropped while older rows are live, missing manifests and files, commits from a
+    stale parent, sequence-number anomalies and snapshots no ref reaches; each finding names
+    snapshots, files and rows, and how sure it is. Exit 0 without violations, 1 with one
+    (--strict: with any finding), 2 when the table cannot be read."""
+    from icecheck.audit.report import print_terminal, write_reports
+    from icecheck.audit.report import as_json as report_json
+    from icecheck.audit.run import audit as run_audit
+    from icecheck.audit.source import open_table
+
+    try:
+        if warehouse and not catalog_uri:
+            raise InputError("needs --catalog URI (a configured catalog has its own "
+                             "warehouse)", "--warehouse")
+        src = open_table(table, catalog_name, catalog_uri, warehouse, _properties(props))
+        report = _run(run_audit, src, table, check_files, not no_read_data, max_data_files,
+                      quiet or not err.is_terminal)
+    except InputError as e:
+        fail_input(e)
+    meta = src.table.metadata
+    if as_json:
+        print(json.dumps(report_json(report, meta), indent=2, default=str))
+    else:
+        print_terminal(report, out)
+    if reports_dir:
+        try:
+            paths = write_reports(report, meta, reports_dir)
+        except OSError as e:
+            fail_input(InputError(f"cannot write the reports: {e.strerror or e}", "--reports"))
+        err.print(escape("reports: " + ", ".join(paths)), markup=True)
+    sys.exit(EXIT_FAILED if report.failed(strict) else EXIT_OK)
+
+
+def _run(run_audit, src, table, check_files, read_data, max_data_files, quiet):
+    """The audit, with a progress bar on stderr (snapshots walked) unless quiet."""
+    def go(progress=None):
+        try:
+            return run_audit(src.table, table, src.where, check_files=check_files,
+                             read_data=read_data, max_data_files=max_data_files,
+                             progress=progress)
+        except (KeyboardInterrupt, InputError):
+            raise
+        except Exception as e:  # noqa: BLE001 - metadata the reader cannot parse: exit 2
+            text = " ".join(str(e).split())[:300] or type(e).__name__
+            raise InputError(f"cannot read the table's history: {type(e).__name__}: {text}",
+                             table) from None
+
+    if quiet:
+        return go()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("auditing snapshots"), BarColumn(), MofNCompleteColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("walk", total=len(src.table.metadata.snapshots))
+        return go(lambda done, total: bar.update(task, completed=done))

@@ -1,0 +1,298 @@
+"""``icecheck audit`` on tables real PyIceberg 0.12 wrote into a real SQLite catalog.
+
+Each test builds its table in tmp_path with PyIceberg (the anomaly made the way the library
+makes it: the add_files interleaving of reproducers/pyiceberg_add_files_twice_duplicates_rows.py,
+a rollback through ManageSnapshots, a format-v1 writer that skips the catalog's
+compare-and-swap requirement), then runs the command and checks what it names. Skipped when
+PyIceberg (the conformance extras) is not installed. The Spark-written histories (position
+deletes, deletion vectors, equality deletes) are in tests/conformance/test_audit_spark.py.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+pytest.importorskip("pyiceberg.catalog.sql",
+                    reason="PyIceberg is not installed (pip install -e '.[conformance]')")
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
+from pyiceberg.schema import Schema  # noqa: E402
+from pyiceberg.types import IntegerType, NestedField, StringType  # noqa: E402
+
+from icecheck.cli.main import main  # noqa: E402
+
+SCHEMA = Schema(NestedField(1, "id", IntegerType(), required=False),
+                NestedField(2, "category", StringType(), required=False))
+ARROW = pa.schema([pa.field("id", pa.int32()), pa.field("category", pa.string())])
+
+
+def rows(*r):
+    return pa.Table.from_pylist([{"id": i, "category": c} for i, c in r], schema=ARROW)
+
+
+class Cat:
+    def __init__(self, tmp_path):
+        self.dir = tmp_path
+        self.db = tmp_path / "cat.db"
+        self.uri = f"sqlite:///{self.db}"
+        self.catalog = SqlCatalog("aud", uri=self.uri, warehouse=f"file://{tmp_path}/wh")
+        self.catalog.create_namespace("db")
+
+    def table(self, name="db.t", **props):
+        return self.catalog.create_table(name, SCHEMA, properties=props)
+
+    def load(self, name="db.t"):
+        return self.catalog.load_table(name)
+
+    def audit(self, *args, table="db.t"):
+        r = CliRunner().invoke(main, ["audit", table, "--catalog", self.uri, *args])
+        return r
+
+    def audit_json(self, *args, table="db.t"):
+        r = self.audit("--json", *args, table=table)
+        assert r.exit_code in (0, 1), r.output
+        return r.exit_code, json.loads(r.stdout)
+
+
+@pytest.fixture
+def cat(tmp_path):
+    return Cat(tmp_path)
+
+
+def _quiet():
+    warnings.simplefilter("ignore")
+
+
+def test_clean_table_has_no_findings(cat):
+    """Appends, a delete, an overwrite and an upsert by PyIceberg: a clean history."""
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a"), (2, "b")))
+    t.append(rows((3, "c")))
+    cat.load().delete("id = 1")
+    cat.load().overwrite(rows((4, "d")), overwrite_filter="id = 3")
+    cat.load().upsert(rows((2, "B"), (5, "e")), join_cols=["id"])
+    r = cat.audit()
+    assert r.exit_code == 0, r.output
+    assert "clean: no findings" in r.stdout
+    code, doc = cat.audit_json("--check-files", "all")
+    assert code == 0 and doc["findings"] == []
+    assert doc["snapshots"] == len(cat.load().metadata.snapshots) >= 5
+    assert doc["stats"]["existence_checks"] > 0
+
+
+def test_add_files_twice_is_a_duplicate_registration(cat):
+    """reproducers/pyiceberg_add_files_twice_duplicates_rows.py: two overlapping add_files of
+    one Parquet file both commit; the audit names the file, both snapshots and its rows."""
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+    os.makedirs(cat.dir / "ext")
+    path = cat.dir / "ext" / "backfill.parquet"
+    pq.write_table(rows((2, "b")), path)
+    uri = f"file://{path}"
+    tx1, tx2 = cat.load().transaction(), cat.load().transaction()
+    tx1.add_files([uri])
+    tx2.add_files([uri])
+    tx1.commit_transaction()
+    tx2.commit_transaction()
+    snaps = [s.snapshot_id for s in cat.load().metadata.snapshots]
+    code, doc = cat.audit_json()
+    assert code == 1
+    [f] = doc["findings"]
+    assert (f["check"], f["property"], f["severity"]) == ("duplicate_file", "duplicate_keys",
+                                                          "violation")
+    assert f["files"] == [uri] and f["snapshots"] == snaps[1:]
+    assert f["certainty"] == "proven from data files"
+    assert f["rows"] == [{"id": 2, "category": "b"}]
+    assert f["details"]["still_duplicated_in"] == ["main"]
+    code, doc = cat.audit_json("--no-read-data")
+    assert doc["findings"][0]["certainty"] == "proven from metadata"
+    assert doc["findings"][0]["rows"] is None
+    r = cat.audit("--reports", str(cat.dir / "rep"))
+    assert r.exit_code == 1 and "VIOLATION duplicate_file" in r.stdout
+    md = (cat.dir / "rep" / "audit.md").read_text()
+    assert "## 1. duplicate_file (violation, proven from data files)" in md
+    assert f"| 3 | {snaps[2]} | {snaps[1]} |" in md          # the timeline names both commits
+    assert json.loads((cat.dir / "rep" / "audit.json").read_text())["violations"] == 1
+
+
+def test_missing_data_file_and_manifest(cat):
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+    t.append(rows((2, "b")))
+    t = cat.load()
+    first = t.metadata.snapshots[0]
+    data = [e.data_file.file_path for m in first.manifests(t.io)
+            for e in m.fetch_manifest_entry(t.io)][0]
+    os.remove(data[len("file://"):])
+    code, doc = cat.audit_json()
+    assert code == 1
+    [f] = doc["findings"]
+    assert (f["check"], f["property"], f["files"]) == ("missing_file", "readable", [data])
+    assert f["details"] == {"kind": "data file", "refs": ["main"]}
+    assert "reading main fails" in f["message"]
+    code, doc = cat.audit_json("--check-files", "none")
+    assert code == 0 and doc["findings"] == []
+
+    manifest = t.current_snapshot().manifests(t.io)[0].manifest_path
+    os.remove(manifest[len("file://"):])
+    code, doc = cat.audit_json("--check-files", "none")
+    assert code == 1
+    [f] = doc["findings"]
+    assert f["details"]["kind"] == "manifest" and f["files"] == [manifest]
+    assert t.current_snapshot().snapshot_id in f["snapshots"]
+
+
+def test_missing_manifest_list_names_its_snapshot(cat):
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+    t.append(rows((2, "b")))
+    first = cat.load().metadata.snapshots[0]
+    os.remove(first.manifest_list[len("file://"):])
+    code, doc = cat.audit_json()
+    assert code == 1
+    [f] = doc["findings"]
+    assert f["details"]["kind"] == "manifest list"
+    assert f["snapshots"] == [first.snapshot_id] and f["files"] == [first.manifest_list]
+
+
+def test_rollback_moves_main_back(cat):
+    """main set back to its first snapshot, then a new commit: the second snapshot and its data
+    file left main; a finding (possible), so exit 0, and 1 with --strict."""
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+    t.append(rows((2, "b")))
+    t = cat.load()
+    s1, s2 = t.metadata.snapshots
+    t.manage_snapshots().set_current_snapshot(s1.snapshot_id).commit()
+    cat.load().append(rows((3, "c")))
+    lost = [e.data_file.file_path for m in s2.manifests(t.io) for e in m.fetch_manifest_entry(t.io)
+            if e.snapshot_id == s2.snapshot_id]
+    code, doc = cat.audit_json()
+    assert code == 0
+    [f] = doc["findings"]
+    assert (f["check"], f["severity"], f["certainty"]) == ("main_moved_back", "finding",
+                                                           "possible")
+    assert f["details"]["dropped"] == [s2.snapshot_id] and f["files"] == lost
+    assert cat.audit("--strict").exit_code == 1
+
+
+def test_commit_from_a_stale_parent_v1(cat):
+    """A format-v1 writer that commits without the catalog's assert-ref-snapshot-id
+    requirement (a catalog or client that skips the compare-and-swap): its snapshot's parent
+    is the one it began from, and the other writer's snapshot leaves main."""
+    _quiet()
+    t = cat.table(**{"format-version": "1"})
+    t.append(rows((1, "a")))
+    stale = cat.load()
+    cat.load().append(rows((2, "b")))                      # the other writer commits
+    tx = stale.transaction()
+    tx.append(rows((3, "c")))
+    cat.catalog.commit_table(stale, requirements=(), updates=tuple(tx._updates))
+    s1, s2, s3 = cat.load().metadata.snapshots
+    assert s3.parent_snapshot_id == s1.snapshot_id
+    code, doc = cat.audit_json()
+    assert code == 1
+    [f] = doc["findings"]
+    assert (f["check"], f["property"], f["certainty"]) == ("stale_parent", "lost_write",
+                                                           "proven from metadata")
+    assert f["details"]["dropped"] == [s2.snapshot_id]
+    assert f["details"]["lost_data_files"] == 1 and len(f["files"]) == 1
+
+
+def test_walk_reads_each_manifest_at_most_twice_and_holds_one_live_set(cat):
+    """Bounded memory on a linear history: one live set at a time, each manifest read when
+    it enters the lineage and, without a cache, once more when it leaves it."""
+    from icecheck.audit import audit
+
+    _quiet()
+    t = cat.table(**{"commit.manifest-merge.enabled": "true",
+                     "commit.manifest.min-count-to-merge": "3"})
+    for i in range(8):
+        cat.load().append(rows((i, "x")))
+    t = cat.load()
+    distinct = {m.manifest_path for s in t.metadata.snapshots for m in s.manifests(t.io)}
+    rep = audit(t, "db.t", cache_entries=0)
+    assert rep.findings == []
+    assert rep.stats["manifest_lists"] == len(t.metadata.snapshots) == 8
+    assert rep.stats["max_live_sets"] == 1
+    assert len(distinct) <= rep.stats["manifests_read"] <= 2 * len(distinct)
+    listed = sum(len(s.manifests(t.io)) for s in t.metadata.snapshots)
+    assert rep.stats["manifests_read"] < listed           # not every list's every manifest
+    cached = audit(t, "db.t")
+    assert cached.stats["manifests_read"] == len(distinct)
+
+
+def test_audit_writes_nothing(cat):
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+
+    def snapshot():
+        out = {}
+        for root, _, files in os.walk(cat.dir):
+            for f in files:
+                p = os.path.join(root, f)
+                with open(p, "rb") as fh:
+                    out[p] = fh.read()
+        return out
+
+    before = snapshot()
+    assert cat.audit("--check-files", "all").exit_code == 0
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("args, where, message", [
+    (["db.nope"], "db.nope", "no such table in catalog 'audit' (catalogs in that database: aud)"),
+    (["nonamespace"], "nonamespace", "name the table with its namespace"),
+    (["db.t", "--warehouse", "/tmp"], "--warehouse", "needs --catalog URI"),
+    (["db.t", "-P", "novalue"], "--property", "'novalue' is not KEY=VALUE"),
+    (["db.t", "--check-files", "some"], "--check-files", "'some' is not one of"),
+])
+def test_bad_options_exit_2_in_one_line(cat, args, where, message):
+    cat.table()
+    extra = [] if "--warehouse" in args else ["--catalog", cat.uri]
+    r = CliRunner().invoke(main, ["audit", *args, *extra])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and where in lines[0] and message in lines[0], r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_missing_sqlite_database_is_not_created(tmp_path):
+    db = tmp_path / "nothing.db"
+    r = CliRunner().invoke(main, ["audit", "db.t", "--catalog", f"sqlite:///{db}"])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == f"error: --catalog: no SQLite catalog database at {db}"
+    assert not db.exists()
+
+
+def test_catalog_from_pyiceberg_environment(cat, tmp_path):
+    """``load_catalog(name)`` reads PYICEBERG_CATALOG__<NAME>__* variables; without any
+    configuration the command names --catalog-name (exit 2)."""
+    _quiet()
+    cat.table().append(rows((1, "a")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYICEBERG_")}
+    env["HOME"] = str(tmp_path)                    # no ~/.pyiceberg.yaml
+    cmd = [sys.executable, "-m", "icecheck.cli.main", "audit", "db.t", "-q"]
+    p = subprocess.run(cmd + ["--catalog-name", "aud"], capture_output=True, text=True,
+                       env=dict(env, PYICEBERG_CATALOG__AUD__URI=cat.uri))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "clean: no findings" in p.stdout
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "error: --catalog-name: no catalog named 'default' in PyIceberg's configuration "
+        "(~/.pyiceberg.yaml or PYICEBERG_CATALOG__* variables); name one with --catalog-name, "
+        "or give --catalog URI"]
