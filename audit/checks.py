@@ -272,6 +272,8 @@ class FileChecks:
                 when = (f"was left behind by {describe(self.snaps.get(sid))}, which removed its "
                         f"data file {short(data)} and kept the delete")
                 severity = VIOLATION if dv else FINDING
+            if dv:
+                when += " (format v3 requires a deletion vector to go with its data file)"
             certainty = PROVEN_METADATA
             harm = ""
             if rows_live:
