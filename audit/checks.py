@@ -104,7 +104,7 @@ class FileChecks:
                 info.added_by.append(sid)
             if after == 0:
                 info.removed_by.append(sid)
-            if info.content == DATA and before == 0 and after > 0:
+            if info.content == DATA and after > before:
                 added.append(p)
         if added:
             self.added[sid] = added

@@ -38,6 +38,8 @@ class AuditReport:
     findings: list[Finding]
     stats: dict = field(default_factory=dict)
     seconds: float = 0.0
+    #: snapshot -> data files it added outside the table's location (add_files; --pipeline)
+    external: dict = field(default_factory=dict, repr=False)
 
     @property
     def violations(self) -> list[Finding]:
@@ -79,8 +81,20 @@ def audit(table, identifier: str = "", catalog: str = "", check_files: str = "he
     stats.update(snapshots_walked=checks.visited, files_tracked=len(reader.files),
                  max_live_sets=walk.max_live_sets,
                  data_files_read=rows.files_read if rows is not None else 0)
+    location = (meta.location or "").rstrip("/") + "/"
+    external = {sid: [p for p in paths if not _under(p, location)]
+                for sid, paths in checks.added.items()}
     return AuditReport(
+        external={k: v for k, v in external.items() if v},
         table=identifier, catalog=catalog, metadata_location=table.metadata_location,
         format_version=int(meta.format_version), snapshots=len(meta.snapshots),
         refs={n: r.snapshot_id for n, r in sorted(meta.refs.items())}, settings=settings,
         findings=findings, stats=stats, seconds=time.perf_counter() - t0)
+
+
+def _under(path: str, location: str) -> bool:
+    """Whether ``path`` lies under the table's ``location`` (``file:/x`` and ``file:///x``
+    name one place)."""
+    def norm(p):
+        return "file:/" + p[len("file:"):].lstrip("/") if p.startswith("file:") else p
+    return norm(path).startswith(norm(location))

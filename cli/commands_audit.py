@@ -53,9 +53,12 @@ def _properties(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--reports", "reports_dir", metavar="DIR",
               help="Write audit.md and audit.json into DIR.")
+@click.option("--pipeline", "pipeline_out", metavar="OUT.yaml",
+              help="Write a draft pipeline inferred from the history (jobs by engine and "
+                   "command, profiles from the table's properties) for icecheck check.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def audit(table, catalog_uri, catalog_name, warehouse, props, check_files, no_read_data,
-          max_data_files, strict, as_json, reports_dir, quiet) -> None:
+          max_data_files, strict, as_json, reports_dir, pipeline_out, quiet) -> None:
     """Audit TABLE (namespace.table) of a real catalog: read only, never writes to it.
 
     Walks every snapshot's manifests in bounded memory and reports data files registered
@@ -89,6 +92,13 @@ def audit(table, catalog_uri, catalog_name, warehouse, props, check_files, no_re
         except OSError as e:
             fail_input(InputError(f"cannot write the reports: {e.strerror or e}", "--reports"))
         err.print(escape("reports: " + ", ".join(paths)), markup=True)
+    if pipeline_out:
+        try:
+            _write_pipeline(src, report, pipeline_out)
+        except InputError as e:
+            fail_input(e)
+        err.print(escape(f"draft pipeline: {pipeline_out} (review it, then: icecheck check "
+                         f"{pipeline_out})"), markup=True)
     sys.exit(EXIT_FAILED if report.failed(strict) else EXIT_OK)
 
 
@@ -114,3 +124,30 @@ def _run(run_audit, src, table, check_files, read_data, max_data_files, quiet):
                   console=err, transient=True) as bar:
         task = bar.add_task("walk", total=len(src.table.metadata.snapshots))
         return go(lambda done, total: bar.update(task, completed=done))
+
+
+def _write_pipeline(src, report, path: str) -> None:
+    """Infer the draft, check that the pipeline loader reads it, and write it in place."""
+    import os
+    import tempfile
+
+    from icecheck.audit.pipeline import infer
+    from icecheck.pipelines.load import load_pipeline
+    from icecheck.traces.format import write_together
+
+    if os.path.isdir(path):
+        raise InputError(f"{path!r} is a folder; name the file to write", "--pipeline")
+    text = infer(src.table, report, src.catalog, report.external)
+    with tempfile.TemporaryDirectory() as d:
+        probe = os.path.join(d, "pipeline.yaml")
+        with open(probe, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            load_pipeline(probe)
+        except InputError as e:
+            raise InputError(f"the inferred pipeline does not load ({e.detail}); please "
+                             "report it", "--pipeline") from None
+    try:
+        write_together({path: text})
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}", "--pipeline") from None

@@ -296,3 +296,59 @@ def test_catalog_from_pyiceberg_environment(cat, tmp_path):
         "error: --catalog-name: no catalog named 'default' in PyIceberg's configuration "
         "(~/.pyiceberg.yaml or PYICEBERG_CATALOG__* variables); name one with --catalog-name, "
         "or give --catalog URI"]
+
+
+def _add_files_twice(cat):
+    t = cat.table()
+    t.append(rows((1, "a")))
+    os.makedirs(cat.dir / "ext")
+    path = cat.dir / "ext" / "backfill.parquet"
+    pq.write_table(rows((2, "b")), path)
+    tx1, tx2 = cat.load().transaction(), cat.load().transaction()
+    tx1.add_files([f"file://{path}"])
+    tx2.add_files([f"file://{path}"])
+    tx1.commit_transaction()
+    tx2.commit_transaction()
+
+
+def test_inferred_pipeline_reproduces_the_add_files_duplicate(cat):
+    """--pipeline: the two add_files commits the duplicate finding names become two overlapping
+    runs of one ADD_FILES job (PyIceberg: its summaries name no engine), and ``icecheck check``
+    finds the duplicate on the model and the schedule that prevents it."""
+    import yaml
+
+    _quiet()
+    _add_files_twice(cat)
+    out = cat.dir / "pipeline.yaml"
+    r = cat.audit("--pipeline", str(out))
+    assert r.exit_code == 1 and f"draft pipeline: {out}" in r.stderr
+    text = out.read_text()
+    doc = yaml.safe_load(text)
+    assert [(j["name"], j["profile"], j["program"][0]["sql"]) for j in doc["jobs"]] == [
+        ("pyiceberg-insert", "pyiceberg-0.12-serializable", "INSERT"),
+        ("pyiceberg-add-files", "pyiceberg-0.12-serializable", "ADD_FILES"),
+        ("pyiceberg-add-files-overlapping", "pyiceberg-0.12-serializable", "ADD_FILES")]
+    snaps = [str(s.snapshot_id) for s in cat.load().metadata.snapshots]
+    assert f"# inferred from 2 snapshot(s): {snaps[1]}, {snaps[2]}" in text
+    assert doc["catalog"] == {"name": "jdbc"} and doc["table"]["schema"] == {
+        "id": "int", "category": "string"}
+    r = CliRunner().invoke(main, ["check", str(out), "--reports", str(cat.dir / "check")])
+    assert r.exit_code == 1, r.output
+    assert "FAIL: duplicate_keys (jobs: pyiceberg-add-files, pyiceberg-add-files-overlapping)" \
+        in r.stdout
+
+
+def test_inferred_pipeline_of_a_clean_table_passes(cat):
+    _quiet()
+    t = cat.table(**{"write.delete.isolation-level": "snapshot"})
+    t.append(rows((1, "a"), (2, "b")))
+    cat.load().delete("id = 1")
+    out = cat.dir / "p.yaml"
+    assert cat.audit("--pipeline", str(out)).exit_code == 0
+    text = out.read_text()
+    assert "profile: pyiceberg-0.12-snapshot" in text           # from the table's property
+    assert "write.delete.isolation-level: snapshot" in text
+    r = CliRunner().invoke(main, ["check", str(out), "--reports", str(cat.dir / "check")])
+    assert r.exit_code == 0, r.output
+    r = cat.audit("--pipeline", str(cat.dir))
+    assert r.exit_code == 2 and "--pipeline" in r.stderr and "is a folder" in r.stderr

@@ -43,7 +43,7 @@ class Shared:
     def __init__(self, spark, tmp_path):
         from pyiceberg.catalog.sql import SqlCatalog
 
-        self.spark, self.name = spark, f"aud{next(_names)}"
+        self.spark, self.name, self.dir = spark, f"aud{next(_names)}", tmp_path
         db, wh = tmp_path / "cat.db", f"file://{tmp_path}/wh"
         self.uri = f"sqlite:///{db}"
         self.py = SqlCatalog(self.name, uri=self.uri, warehouse=wh)
@@ -177,6 +177,23 @@ def test_spark_mor_delete_after_pyiceberg_delete_dangles(shared):
     assert f["details"]["dangling_from"] == spark_delete.snapshot_id
     assert f["files"][1] in before
     assert f["rows"] == [{"id": 1, "v": "v0"}]
+    # the draft pipeline: Spark's jobs by their summaries' engine-name, PyIceberg's by none;
+    # profiles from the table's merge-on-read and serializable properties
+    import yaml
+
+    from icecheck.cli.main import main
+    out = shared.dir / "p.yaml"
+    r = CliRunner().invoke(main, ["audit", "db.t", "--catalog", shared.uri, "--pipeline",
+                                  str(out)])
+    assert r.exit_code == 1, r.output
+    jobs = {j["name"]: (j["profile"], j["program"][0]) for j in
+            yaml.safe_load(out.read_text())["jobs"]}
+    assert jobs["spark-delete"] == ("spark-3.5-mor-serializable",
+                                    {"sql": "DELETE", "where": "id = {key}"})
+    assert jobs["pyiceberg-delete"][0] == "pyiceberg-0.12-serializable"
+    assert jobs["spark-insert"][1]["sql"] == "INSERT"
+    r = CliRunner().invoke(main, ["check", str(out), "--reports", str(shared.dir / "check")])
+    assert r.exit_code in (0, 1) and "icecheck check" in r.stdout, r.output
 
 
 def test_v3_deletion_vector_after_metadata_delete_dangles(shared):
