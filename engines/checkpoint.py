@@ -187,6 +187,7 @@ class Restored:
     complete: bool
     elapsed: float
     result: dict              # the counters (``snapshot_result``)
+    source: str = ""          # the folder it was read from (for messages)
 
     def apply(self, res, violation) -> None:
         restore_result(res, self.result, violation)
@@ -378,7 +379,7 @@ class Checkpointer:
         res = head["result"]
         self.states_written = res["states"]
         return Restored(parents, frontier, head["depth"], head["complete"],
-                        float(head["elapsed"]), res)
+                        float(head["elapsed"]), res, self.dir)
 
     def resumed_note(self) -> str:
         r = self.restored
@@ -648,6 +649,12 @@ def check_header(head: dict, path: str) -> None:
     if not complete and not front:
         fail("frontier.count", "at least 1 in a checkpoint of an unfinished search", front)
     labels = strings(head["labels"], "labels")
+    from icecheck.models.system import Action
+    for i, label in enumerate(labels):
+        try:
+            Action.parse(label)
+        except ValueError:
+            fail(f"labels[{i}]", "an action label (WRITER.KIND[#CHOICE])", label)
     if len(set(labels)) != len(labels):
         dup = next(x for i, x in enumerate(labels) if x in labels[:i])
         fail(f"labels[{labels.index(dup, labels.index(dup) + 1)}]", f"the label {dup!r} listed "

@@ -1122,15 +1122,16 @@ def _resume(restored, res, parents, workers, broadcast, path_to):
         path = path_to(fp)
         if len(path) != restored.depth:     # a level's states are all at its depth
             raise CheckpointError(
-                f"the checkpoint does not fit itself: it is at depth {restored.depth}, but the "
-                f"path to a state of its frontier has {len(path)} actions (a damaged "
-                "checkpoint)", "--resume")
+                f"the checkpoint in {restored.source} does not fit itself: it is at depth "
+                f"{restored.depth}, but the path to a state of its frontier has {len(path)} "
+                "actions (a damaged checkpoint)", "--resume")
         per[k].append((fp, path))
     bad = [fp for got in broadcast("rebuild", [(p,) for p in per]) for fp in got]
     if bad:
         raise CheckpointError(
-            f"the checkpoint does not fit this model: replaying the path to {len(bad):,} "
-            f"frontier state(s) (e.g. {' '.join(path_to(bad[0]))}) reached another state",
+            f"the checkpoint in {restored.source} does not fit this model: replaying the path "
+            f"to {len(bad):,} frontier state(s) (e.g. {' '.join(path_to(bad[0]))}) reached "
+            "another state",
             "--resume")
     broadcast("advance", [([fp for fp, _ in p],) for p in per])
     return frontier, restored.depth

@@ -366,3 +366,199 @@ def test_mutated_pipelines(tmp_path_factory, data):
 ])
 def test_nonsense_options_exit_2(args):
     assert run_cli(args).exit_code == 2
+
+
+# -- checkpoints (issue 45, item 6) -------------------------------------------------------------
+#: a BFS of 53 states (2 writers, one DELETE or UPDATE each), stopped by --max-states 30 with a
+#: checkpoint every 10: a mutant that is still valid resumes a second's search
+CK_ARGS = ["explore", "--engine", "bfs", "--profile", "spark-3.5-mor-snapshot", "--writers", "2",
+           "--mix", "delete,update", "--retries", "1", "--workers", "1"]
+CK_FUZZ = settings(FUZZ, max_examples=40)
+
+
+@pytest.fixture(scope="module")
+def stopped_checkpoint(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ck0") / "ck"
+    r = run_cli([*CK_ARGS, "--max-states", "30", "--checkpoint", str(d),
+                 "--checkpoint-every", "10"])
+    assert r.exit_code == 1 and (d / "checkpoint.json").exists(), r.output
+    return d
+
+
+def _reseal(folder, head: dict, files: tuple[str, ...] = ()) -> None:
+    """Write ``head`` with digests that match: those of ``files`` (visited.bin, the frontier
+    file) when the header still names them where they are, then the header's own. A hand
+    edit that knows the format passes the digests: only the checks of every field and record
+    stand between it and the search."""
+    import hashlib
+
+    from icecheck.engines.checkpoint import _header_digest
+
+    for name in files:
+        part = head.get("visited" if name == "visited.bin" else "frontier")
+        path = folder / name
+        if isinstance(part, dict) and path.exists():
+            part["digest"] = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    head["digest"] = _header_digest(head)
+    (folder / "checkpoint.json").write_text(json.dumps(head))
+
+
+def _value_paths(node, prefix=()):
+    """The path (keys and list indexes) of every value in a JSON document."""
+    out = [prefix] if prefix else []
+    items = node.items() if isinstance(node, dict) else (
+        enumerate(node) if isinstance(node, list) else ())
+    for k, v in items:
+        out += _value_paths(v, prefix + (k,))
+    return out
+
+
+@st.composite
+def checkpoint_edit(draw, head):
+    """``head`` with one value anywhere in it (all equally likely, however deep) deleted,
+    replaced by a nasty value, duplicated in its list, or, for a count, moved by one: the
+    edits a person makes, which the header's relations (states = records, depth = the
+    paths' length, ...) must catch as well as its types."""
+    head = copy.deepcopy(head)
+    where = draw(st.sampled_from(_value_paths(head)))
+    parent = head
+    for k in where[:-1]:
+        parent = parent[k]
+    key, value = where[-1], parent[where[-1]]
+    how = draw(st.sampled_from(["delete", "replace", "duplicate", "nudge"]))
+    if how == "delete":
+        del parent[key]
+    elif how == "duplicate" and isinstance(parent, list):
+        parent.insert(key, copy.deepcopy(value))
+    elif how == "nudge" and type(value) is int:
+        parent[key] = value + draw(st.sampled_from([-1, 1]))
+    else:
+        parent[key] = _nasty(draw)
+    return head
+
+
+@CK_FUZZ
+@given(data=st.data())
+def test_mutated_checkpoints(tmp_path_factory, stopped_checkpoint, data):
+    """``explore --checkpoint DIR --resume`` on a mutant of a real checkpoint: one value of
+    its header edited anywhere, or its header mutated by structure (re-sealed, as a hand edit
+    that gets past the digest is, or not) or by bytes, or its visited records or frontier flipped, truncated or extended and
+    re-sealed. Exit 2 with one line naming the folder (or a resumed run, 0/1, when the
+    mutant is still valid); never a traceback, a KeyError, a RecursionError or a hang."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("ck") / "ck"
+    shutil.copytree(stopped_checkpoint, folder)
+    header = folder / "checkpoint.json"
+    head = json.loads(header.read_text())
+    how = data.draw(st.sampled_from(["edit", "edit", "edit", "structure", "unsealed",
+                                     "header-bytes", "records", "frontier"]))
+    if how in ("edit", "structure", "unsealed"):
+        head = data.draw(checkpoint_edit(head) if how == "edit" else mutated(head))
+        if how != "unsealed" and isinstance(head, dict):
+            _reseal(folder, head)
+        else:
+            header.write_text(json.dumps(head))
+    elif how == "header-bytes":
+        header.write_bytes(data.draw(byte_mutated(header.read_bytes())))
+    else:
+        name = "visited.bin" if how == "records" else head["frontier"]["file"]
+        path = folder / name
+        raw = path.read_bytes()
+        change = data.draw(st.sampled_from(["flip", "truncate", "extend"]))
+        i = data.draw(st.integers(0, max(0, len(raw) - 1)))
+        if change == "flip" and raw:
+            raw = raw[:i] + bytes([raw[i] ^ data.draw(st.integers(1, 255))]) + raw[i + 1:]
+        elif change == "truncate":
+            raw = raw[:i]
+        else:
+            raw += data.draw(st.binary(min_size=1, max_size=80))
+        path.write_bytes(raw)
+        if how == "records" and change != "flip":
+            head["visited"]["records"] = len(raw) // 36
+        _reseal(folder, head, (name,))
+    r = run_cli([*CK_ARGS, "--checkpoint", str(folder), "--resume"])
+    if r.exit_code == 2:
+        assert str(folder) in r.output, r.output
+
+
+# -- option values of every command (issue 45, item 6) --------------------------------------------
+#: (command line without the option, option, kind, maximum or None): the base lines are cheap
+#: (one writer, a few examples, listing only), so a value that is accepted runs seconds
+_HYP = ["explore", "--profile", "spark-3.5-mor-snapshot", "--writers", "1", "--mix", "insert",
+        "--max-examples", "3"]
+_BFS = ["explore", "--engine", "bfs", "--profile", "spark-3.5-mor-snapshot", "--writers", "1",
+        "--mix", "insert", "--workers", "1"]
+_DFS = ["explore", "--engine", "dfs", "--profile", "spark-3.5-mor-snapshot", "--writers", "1",
+        "--mix", "insert"]
+_Z3 = ["explore", "--engine", "z3", "--profile", "spark-3.5-mor-snapshot", "--writers", "1",
+       "--mix", "insert"]
+_Z3S = ["z3", "search", "--profile", "spark-3.5-mor-snapshot", "--writers", "1", "--mix",
+        "insert"]
+OPTIONS = [
+    (_HYP, "--max-examples", "count1", 1_000_000), (_HYP, "--seed", "seed", None),
+    (_HYP, "--time-budget", "seconds", None), (_HYP, "--writers", "count1", 9),
+    (_HYP, "--ops", "count1", 9), (_HYP, "--keys", "count1", 9),
+    (_BFS, "--max-depth", "count0", None), (_BFS, "--max-files", "count0", None),
+    (_BFS, "--max-states", "count1", None), (_BFS, "--max-memory", "count1", None),
+    (_BFS, "--retries", "count0", 9), (_BFS, "--time-budget", "seconds", None),
+    (_BFS, "--checkpoint-every", "count1", None), (_BFS, "--workers", "count1", 64),
+    (_DFS, "--max-depth", "count0", None), (_DFS, "--max-states", "count1", None),
+    (_DFS, "--max-memory", "count1", None), (_DFS, "--time-budget", "seconds", None),
+    (_Z3, "--max-depth", "count0", 200), (_Z3, "--retries", "count0", 9),
+    (_Z3, "--max-memory", "refused", None), (_Z3, "--max-states", "refused", None),
+    (_Z3, "--workers", "refused", None), (_Z3, "--time-budget", "refused", None),
+    (_Z3, "--checkpoint-every", "refused", None),
+    (_Z3S, "--depth", "count0", 200), (_Z3S, "--writers", "count1", 9),
+    (_Z3S, "--keys", "count1", 9),
+    (["z3", "prove-filters", "--depth", "0", "--samples", "3"], "--samples", "count0", 100_000),
+    (["z3", "prove-filters", "--samples", "3"], "--depth", "count0", 4),
+    (["sweep", "--list", "--executor", "processes"], "--workers", "count1", 256),
+    (["compile", "--check"], "--jobs", "count1", None),
+    (["conform", "--target", "java"], "--random", "count1", 1_000_000),
+    (["conform", "--target", "java"], "--seed", "refused", None),     # only with --random
+]
+HUGE = str(10 ** 30)
+ODD = ["-1", "0", "nan", "inf", "-inf", "1e400", HUGE, "1.5", "abc", "", "0x10", "-0", "1e3"]
+
+
+def _must_refuse(kind: str, most, value: str) -> bool:
+    """Is ``value`` wrong for an option of ``kind`` whatever the rest of the line says?"""
+    import math
+    if kind == "refused":
+        return True
+    if kind == "seconds":
+        try:
+            x = float(value)
+        except ValueError:
+            return True
+        return not math.isfinite(x) or x <= 0
+    try:
+        n = int(value)
+    except ValueError:
+        return True
+    if kind == "seed":
+        return False
+    return n < (1 if kind == "count1" else 0) or (most is not None and n > most)
+
+
+@settings(FUZZ, max_examples=70)
+@given(data=st.data())
+def test_odd_option_values(tmp_path_factory, data):
+    """A count, a number of seconds or a seed given as a negative, 0, nan, inf, a huge
+    number, a fraction or text: exit 2 with one line naming the option when the value can
+    never be right (or the engine cannot honour the option), else a run of a few seconds;
+    never a traceback, another exit code or a hang (the documented upper bounds refuse
+    what would run for ever: --max-examples, --samples, --random, z3's depth)."""
+    base, option, kind, most = data.draw(st.sampled_from(OPTIONS))
+    value = data.draw(st.sampled_from(ODD))
+    folder = tmp_path_factory.mktemp("o")
+    args = [*base, option, value]
+    if option == "--checkpoint-every" and kind != "refused":
+        args += ["--checkpoint", str(folder / "ck")]
+    if base[0] == "explore":
+        args += ["--save-trace", str(folder / "traces")]
+    r = run_cli(args)
+    if _must_refuse(kind, most, value):
+        assert r.exit_code == 2, (args, r.output)
+        assert option in r.output or option.lstrip("-") in r.output, (args, r.output)
