@@ -36,6 +36,7 @@ CHECKS: dict[str, str] = {
     "dropped_equality_delete": "undelete",
     "missing_file": "readable",
     "stale_parent": "lost_write",
+    "lost_commit": "lost_write",
     "main_moved_back": "lost_write",
     "sequence_number": "metadata_integrity",
     "unreachable_snapshot": "lost_write",

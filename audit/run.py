@@ -16,6 +16,7 @@ from .checks import FileChecks
 from .findings import FINDING, VIOLATION, Finding, sort_key
 from .history import Lineage
 from .manifests import MetadataReader
+from .orphans import lost_commits
 from .rows import RowReader
 from .walk import Walk
 
@@ -73,11 +74,16 @@ def audit(table, identifier: str = "", catalog: str = "", check_files: str = "he
     checks.check_metadata_log()
     findings = checks.finish()
     findings += Lineage(meta).findings(checks.head_live, checks.added)
+    extra: dict = {}
+    main = meta.refs.get("main")
+    findings += lost_commits(table, reader, checks.head_live.get(
+        main.snapshot_id if main is not None else None), extra)
     findings.sort(key=sort_key)
     props = dict(meta.properties)
     settings = {k: props[k] for k in SETTINGS if k in props}
     settings.setdefault("format-version", str(meta.format_version))
     stats = dict(reader.stats)
+    stats.update(extra)
     stats.update(snapshots_walked=checks.visited, files_tracked=len(reader.files),
                  max_live_sets=walk.max_live_sets,
                  data_files_read=rows.files_read if rows is not None else 0)

@@ -88,6 +88,24 @@ def test_clean_table_has_no_findings(cat):
     assert doc["stats"]["existence_checks"] > 0
 
 
+def test_branches_and_tags_are_walked_without_findings(cat):
+    """A branch forked from the first snapshot, commits on both lines, a tag: every snapshot
+    is reached by a ref, and the fork holds two live sets at once (the copy path)."""
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+    s1 = cat.load().current_snapshot().snapshot_id
+    cat.load().manage_snapshots().create_branch(s1, "audit-branch").commit()
+    cat.load().append(rows((2, "b")), branch="audit-branch")
+    cat.load().append(rows((3, "c")))
+    cat.load().delete("id = 1", branch="audit-branch")
+    cat.load().manage_snapshots().create_tag(s1, "first").commit()
+    code, doc = cat.audit_json("--check-files", "all")
+    assert code == 0 and doc["findings"] == []
+    assert set(doc["refs"]) == {"main", "audit-branch", "first"}
+    assert doc["stats"]["max_live_sets"] == 2 and doc["stats"]["snapshots_walked"] == 4
+
+
 def test_add_files_twice_is_a_duplicate_registration(cat):
     """reproducers/pyiceberg_add_files_twice_duplicates_rows.py: two overlapping add_files of
     one Parquet file both commit; the audit names the file, both snapshots and its rows."""
@@ -209,6 +227,45 @@ def test_commit_from_a_stale_parent_v1(cat):
                                                            "proven from metadata")
     assert f["details"]["dropped"] == [s2.snapshot_id]
     assert f["details"]["lost_data_files"] == 1 and len(f["files"]) == 1
+
+
+def test_commit_lost_by_a_catalog_without_compare_and_swap(cat):
+    """Two writers build on one version; the catalog swaps the pointer blindly (a catalog
+    without compare-and-swap: here the pointer is written straight into the SQLite catalog),
+    so the second replaces the first. The current metadata shows a clean history; the first
+    writer's metadata file, left in the folder, holds its snapshot and data file."""
+    import sqlite3
+    import uuid
+
+    from pyiceberg.serializers import ToOutputFile
+    from pyiceberg.table.update import update_table_metadata
+
+    _quiet()
+    cat.table().append(rows((1, "a")))
+    stale = cat.load()
+    cat.load().append(rows((2, "b")))                     # writer A commits version 2
+    a = cat.load()
+    lost_snapshot = a.current_snapshot().snapshot_id
+    lost_file = [e.data_file.file_path for m in a.current_snapshot().manifests(a.io)
+                 for e in m.fetch_manifest_entry(a.io) if e.snapshot_id == lost_snapshot]
+    tx = stale.transaction()                              # writer B, from version 1
+    tx.append(rows((3, "c")))
+    new = update_table_metadata(stale.metadata, tuple(tx._updates),
+                                metadata_location=stale.metadata_location)
+    loc = f"{stale.metadata.location}/metadata/00002-{uuid.uuid4()}.metadata.json"
+    ToOutputFile.table_metadata(new, stale.io.new_output(loc))
+    with sqlite3.connect(cat.db) as db:                   # the blind swap
+        db.execute("UPDATE iceberg_tables SET metadata_location = ? WHERE table_name = 't'",
+                   (loc,))
+    assert [s.snapshot_id for s in cat.load().metadata.snapshots][-1] != lost_snapshot
+    code, doc = cat.audit_json()
+    assert code == 1
+    [f] = doc["findings"]
+    assert (f["check"], f["property"], f["severity"], f["certainty"]) == (
+        "lost_commit", "lost_write", "violation", "possible")
+    assert f["snapshots"] == [lost_snapshot] and f["files"][1:] == lost_file
+    assert f["details"]["version"] == 2 and f["details"]["lost_data_files"] == 1
+    assert doc["stats"]["metadata_folder_listed"] is True
 
 
 def test_walk_reads_each_manifest_at_most_twice_and_holds_one_live_set(cat):
