@@ -112,6 +112,7 @@ def _validations(rule: CommandRule, profile: Profile, cmd: Command,
         idempotent_retry=profile.idempotent_retry,
         pyiceberg_validation=profile.pyiceberg_validation,
         max_format_version=profile.max_format_version,
+        commit_retries=profile.commit_retries,
     )
 
 
@@ -121,7 +122,8 @@ def _engine_only(profile: Profile) -> Validations:
     return Validations(validate_on_first_attempt=profile.validate_on_first_attempt,
                        idempotent_retry=profile.idempotent_retry,
                        pyiceberg_validation=profile.pyiceberg_validation,
-                       max_format_version=profile.max_format_version)
+                       max_format_version=profile.max_format_version,
+                       commit_retries=profile.commit_retries)
 
 
 def _partition_predicate(table: TableConfig, rows: list[tuple]) -> Expr:

@@ -104,6 +104,9 @@ class Validations:
     # write manifest for table version: 3"); None: any. Fixed by the writer's profile, like
     # idempotent_retry
     max_format_version: int | None = field(default=None, metadata={"digest_omit": True})
+    # the engine's retries of a lost swap when the table sets no commit.retry.num-retries
+    # (Profile.commit_retries); None: the table's default. Fixed by the writer's profile
+    commit_retries: int | None = field(default=None, metadata={"digest_omit": True})
     # PyIceberg: its ``str`` of the conflict filter (``filters.pyiceberg_str``), which its
     # "Found new conflicting delete files ..." message prints; None where the model does not
     # know PyIceberg's form (that message then keeps Java's wording, compared by its kind)

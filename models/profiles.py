@@ -96,6 +96,9 @@ class Profile:
     # and v2 manifests, manifest lists and metadata only: staging a snapshot on a v3 table
     # fails, "Cannot write manifest for table version: 3" (models/system.py, _write_metadata)
     max_format_version: int | None = None
+    # how many times the engine retries a lost swap when the table sets no
+    # commit.retry.num-retries (iceberg-go: 0, table/properties.go); None: Java's default (4)
+    commit_retries: int | None = None
 
     def rule(self, command: str) -> CommandRule:
         try:
@@ -246,7 +249,11 @@ def _parse_file(path: str) -> dict[str, Profile]:
         flags = ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites",
                  "pyiceberg_validation", "keep_delete_files")
         ctx.keys(node, {"description", "engine", "isolation", "commands", "max_format_version",
-                        *flags}, f"profile {name}")
+                        "commit_retries", *flags}, f"profile {name}")
+        retries = node.get("commit_retries")
+        if retries is not None and (type(retries) is not int or not 0 <= retries <= 100):
+            raise ctx.fail(f"profile {name}: commit_retries must be an integer in [0, 100]",
+                           node, "commit_retries")
         max_fv = node.get("max_format_version")
         if max_fv is not None and (type(max_fv) is not int or max_fv not in (1, 2, 3)):
             raise ctx.fail(f"profile {name}: max_format_version must be 1, 2 or 3", node,
@@ -271,7 +278,8 @@ def _parse_file(path: str) -> dict[str, Profile]:
                                  bool(node.get("idempotent_retry", False)),
                                  bool(node.get("separate_rewrites", False)),
                                  bool(node.get("pyiceberg_validation", False)),
-                                 bool(node.get("keep_delete_files", False)), max_fv)
+                                 bool(node.get("keep_delete_files", False)), max_fv,
+                                 retries)
     return out
 
 

@@ -1204,7 +1204,7 @@ class Model:
             return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,
                                 seq=seq, applied=True, catalog=result.catalog,
                                 snapshot_ids=self._transaction_ids(w))
-        if w.attempt < self.table.max_retries:
+        if w.attempt < self._retries(w):
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
                             pending_path=None, pending_snapshot_id=None,
                             filter_cache=w.pending_cache or w.filter_cache, pending_cache=())
@@ -1214,6 +1214,15 @@ class Model:
         # table references, as in _cas_applied_failed (``_clean_all``)
         return self._finish(state, w, COMMIT_FAILED, result.message, "commit",
                             store=self._clean_all(state, w))
+
+    def _retries(self, w: WriterState) -> int:
+        """How many times the writer retries a lost swap: the table's
+        commit.retry.num-retries when it sets it, else its engine's own default
+        (``Profile.commit_retries``: iceberg-go's is 0), else Java's (4)."""
+        own = w.operation.validations.commit_retries if w.operation is not None else None
+        if own is None or "commit.retry.num-retries" in dict(self.table.properties):
+            return self.table.max_retries
+        return own
 
     @staticmethod
     def _transaction_ids(w: WriterState, last: int | None = None) -> tuple[int, ...]:
@@ -1237,7 +1246,7 @@ class Model:
     def _cas_applied_failed(self, state: State, w: WriterState, a: Action) -> State:
         result = self._swap(state, w)
         phantom = w.pending_snapshot_id if result.applied else w.phantom_id
-        if w.attempt < self.table.max_retries:
+        if w.attempt < self._retries(w):
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
                             pending_path=None, pending_snapshot_id=None, phantom_id=phantom,
                             filter_cache=w.pending_cache or w.filter_cache, pending_cache=())

@@ -215,6 +215,24 @@ def test_iceberg_go_loses_the_race_where_spark_validates_and_commits(tmp_path):
     assert spark["w1"].outcome == "committed"
 
 
+def test_iceberg_go_retries_as_its_table_says_and_not_at_all_by_default(tmp_path):
+    """Its own default of no retry (commit_retries: 0) holds where the table sets no
+    commit.retry.num-retries; a table that sets it decides (Java's re-apply, docs/engines.md)."""
+    steps = """  - begin: w1
+    command: {sql: DELETE, where: "id = 1"}
+  - begin: w2
+    command: {sql: INSERT, rows: [[100, w2]]}
+  - commit: w2
+  - commit: w1"""
+    unset = _steps(tmp_path, "iceberg-go-0.6-serializable", steps, "  properties: {}")
+    assert unset["w1"].outcome == "commit_failed"
+    retried = _steps(tmp_path, "iceberg-go-0.6-serializable", steps,
+                     "  properties: {commit.retry.num-retries: 4}")
+    assert retried["w1"].outcome == "committed"
+    assert get_profile("iceberg-go-0.6-snapshot").commit_retries == 0
+    assert get_profile("spark-3.5-cow-serializable").commit_retries is None
+
+
 def test_iceberg_go_has_no_update_or_merge():
     """Its Transaction has Append, Delete, Overwrite, AddFiles, ReplaceFiles, RowDelta and
     RewriteFiles, no UPDATE or MERGE (table/transaction.go @ v0.6.0)."""
