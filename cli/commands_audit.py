@@ -64,9 +64,10 @@ def audit(table, catalog_uri, catalog_name, warehouse, props, check_files, no_re
     Walks every snapshot's manifests in bounded memory and reports data files registered
     twice, position deletes and deletion vectors whose data file is gone, equality deletes a
     rewrite dropped while older rows are live, missing manifests and files, commits from a
-    stale parent, sequence-number anomalies and snapshots no ref reaches; each finding names
-    snapshots, files and rows, and how sure it is. Exit 0 without violations, 1 with one
-    (--strict: with any finding), 2 when the table cannot be read."""
+    stale parent or replaced without compare-and-swap, sequence-number anomalies and snapshots
+    no ref reaches; each finding names snapshots, files and rows, and how sure it is
+    (docs/audit.md). Exit 0 without violations, 1 with one (--strict: with any finding), 2 when
+    the table cannot be read."""
     from icecheck.audit.report import print_terminal, write_reports
     from icecheck.audit.report import as_json as report_json
     from icecheck.audit.run import audit as run_audit
