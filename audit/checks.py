@@ -44,7 +44,8 @@ def describe(s) -> str:
         return "an expired snapshot"
     op = _op(s)
     engine = (_summary(s).get("engine-name") or "")
-    return (f"snapshot {s.snapshot_id} (seq {s.sequence_number}, {op}"
+    seq = f"seq {s.sequence_number}, " if s.sequence_number else ""     # v1: no numbers
+    return (f"snapshot {s.snapshot_id} ({seq}{op}"
             + (f" by {engine}" if engine else "") + ")")
 
 

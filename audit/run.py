@@ -90,12 +90,14 @@ def audit(table, identifier: str = "", catalog: str = "", check_files: str = "he
     location = (meta.location or "").rstrip("/") + "/"
     external = {sid: [p for p in paths if not _under(p, location)]
                 for sid, paths in checks.added.items()}
+    seconds = time.perf_counter() - t0
+    stats["seconds"] = round(seconds, 3)
     return AuditReport(
         external={k: v for k, v in external.items() if v},
         table=identifier, catalog=catalog, metadata_location=table.metadata_location,
         format_version=int(meta.format_version), snapshots=len(meta.snapshots),
         refs={n: r.snapshot_id for n, r in sorted(meta.refs.items())}, settings=settings,
-        findings=findings, stats=stats, seconds=time.perf_counter() - t0)
+        findings=findings, stats=stats, seconds=seconds)
 
 
 def _under(path: str, location: str) -> bool:
