@@ -196,6 +196,20 @@ def _check_table(t: dict, schema: dict, spec: list, props: dict, path: str) -> N
             raise InputError(f"table.properties: {problem}", path, _line(props, k))
 
 
+def _one_file_one_content(command: dict, seen: dict, path: str, line) -> None:
+    """An external Parquet file (``ADD_FILES``' ``file``) is one file: every command that
+    registers it must give it the same rows (two jobs adding "one file" with different rows
+    describe two files, and the model's store refuses to rewrite a path)."""
+    if str(command.get("sql", "")).upper() != "ADD_FILES" or "file" not in command:
+        return
+    rows = repr(command.get("rows"))
+    got = seen.setdefault(str(command["file"]), (rows, line))
+    if got[0] != rows:
+        raise InputError(f"ADD_FILES names file {command['file']!r} with other rows than at "
+                         f"line {got[1]}: one file has one content (name the other file "
+                         f"differently)", path, line)
+
+
 def _job_names(node: Any, what: str, names: list[str], path: str, line) -> list[int]:
     """Writer indexes (1-based) of the job names ``node`` lists."""
     if isinstance(node, str):
@@ -320,6 +334,7 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
         raise InputError(f"{len(jobs_node)} jobs; a pipeline explores at most 9", path,
                          _line(doc, "jobs"))
     jobs, programs, profiles = [], [], []
+    external: dict[str, tuple] = {}     # ADD_FILES: file -> (its rows, the line it was named at)
     for i, job in enumerate(jobs_node, 1):
         job = _mapping(job, f"jobs[{i - 1}]", path, JOB_KEYS, _line(jobs_node, i - 1))
         _text(job, "name", f"jobs[{i - 1}].", path)
@@ -362,6 +377,8 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
                     raise InputError(f"jobs[{i - 1}] ({job.get('name', f'job{i}')}): {problem}",
                                      path, line)
                 alts += alternatives(dict(c), domain, f"w{i}.{n}")
+            for a in alts:
+                _one_file_one_content(a, external, path, line)
             entries.append((line, tuple(_freeze(a) for a in alts)))
         jobs.append((str(job.get("name", f"job{i}")), profile))
         programs.append(entries)

@@ -141,6 +141,11 @@ def test_a_naive_job_beside_spark_fails_the_check(tmp_path):
      "table.properties sets write.update.isolation-level: snapshot"),
     ("table: {}\njobs:\n  - profile: no-validation\n    program:\n      - {sql: DELETE, "
      "where: 'id = {partition}'}\n", 5, "domain.partitions is empty"),
+    # one external file, two contents: refused at the second (the store crashed on it)
+    ("table: {}\njobs:\n  - {name: a, profile: pyiceberg-0.12-serializable, program: [{sql: "
+     "ADD_FILES, file: f.parquet, rows: [[2, a]]}]}\n  - {name: b, profile: "
+     "pyiceberg-0.12-serializable, program: [{sql: ADD_FILES, file: f.parquet, rows: "
+     "[[3, b]]}]}\n", 4, "ADD_FILES names file 'f.parquet' with other rows than at line 3"),
 ])
 def test_errors_name_the_line(tmp_path, text, line, message):
     f = tmp_path / "p.yaml"
