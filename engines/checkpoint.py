@@ -51,7 +51,6 @@ import os
 import re
 import struct
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -749,18 +748,11 @@ def _decode_frontier(data: bytes, labels: list[str], count: int,
 
 
 def _write_bytes(path: str, data: bytes) -> None:
-    """Atomically: a fsynced temporary file beside ``path``, then ``os.replace``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=folder)
+    """Atomically: a fsynced temporary file beside ``path`` (``traces.format.write_temp``),
+    then ``os.replace``."""
+    from icecheck.traces.format import write_temp
+    tmp = write_temp(path, data)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)         # as any file it writes, not mkstemp's 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

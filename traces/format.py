@@ -115,11 +115,12 @@ def write_together(files: dict[str, str]) -> None:
         raise
 
 
-def write_temp(path: str, text: str) -> str:
-    """A fsynced temporary file beside ``path`` holding ``text``, with the permissions a new
-    file gets (``.<name>.<random>.tmp``, which ``remove_stale_temps`` knows): the first half
-    of every write that must never leave a half-written file (``write_together``, and
-    ``icecheck init``, which links it into place). Removed again if writing fails."""
+def write_temp(path: str, text: str | bytes) -> str:
+    """A fsynced temporary file beside ``path`` holding ``text`` (or bytes), with the
+    permissions a new file gets (``.<name>.<random>.tmp``, which ``remove_stale_temps`` knows):
+    the first half of every write that must never leave a half-written file
+    (``write_together``, a checkpoint's files, and ``icecheck init``, which links it into
+    place). Removed again if writing fails."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                dir=folder)
@@ -127,7 +128,8 @@ def write_temp(path: str, text: str) -> str:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8")) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
