@@ -115,6 +115,28 @@ class Walk:
             if self.progress:
                 self.progress(done, len(self.snapshots))
 
+    def _entries(self, m, delta: Delta, live: Live):
+        """A manifest's entries; an unreadable one is recorded and makes the live set
+        incomplete (its files are then unknown, not absent)."""
+        try:
+            return self.reader.entries(m)
+        except Unreadable as u:
+            delta.unreadable.append(u)
+            live.complete = False
+            return ()
+
+    @staticmethod
+    def _count(counts: dict, changes: dict, p: str, step: int) -> None:
+        """One more (or fewer) live entry of path ``p``; ``changes`` keeps its count before
+        this snapshot and after."""
+        before = changes[p][0] if p in changes else counts.get(p, 0)
+        n = max(0, counts.get(p, 0) + step)
+        if n:
+            counts[p] = n
+        else:
+            counts.pop(p, None)
+        changes[p] = (before, n)
+
     def _advance(self, s, base: Live | None) -> tuple[Live | None, Delta]:
         delta = Delta()
         try:
@@ -134,38 +156,16 @@ class Walk:
         counts, changes = live.counts, delta.changes
         delta.manifests_added, delta.manifests_removed = len(added), len(removed)
         for m in removed:
-            try:
-                entries = self.reader.entries(m)
-            except Unreadable as u:
-                delta.unreadable.append(u)
-                live.complete = False
-                continue
-            for status, _sid, p in entries:
+            for status, _sid, p in self._entries(m, delta, live):
                 if status != DELETED:
-                    before = changes[p][0] if p in changes else counts.get(p, 0)
-                    n = counts.get(p, 0) - 1
-                    if n > 0:
-                        counts[p] = n
-                    else:
-                        counts.pop(p, None)
-                        n = 0
-                    changes[p] = (before, n)
+                    self._count(counts, changes, p, -1)
         for m in added:
-            try:
-                entries = self.reader.entries(m)
-            except Unreadable as u:
-                delta.unreadable.append(u)
-                live.complete = False
-                continue
-            for status, sid, p in entries:
+            for status, sid, p in self._entries(m, delta, live):
                 if status == DELETED:
                     if sid == s.snapshot_id:
                         delta.deleted_here.add(p)
                     continue
-                before = changes[p][0] if p in changes else counts.get(p, 0)
-                n = counts.get(p, 0) + 1
-                counts[p] = n
-                changes[p] = (before, n)
+                self._count(counts, changes, p, +1)
         for p in [p for p, (b, a) in changes.items() if a == b]:
             del changes[p]
         live.manifests = paths
