@@ -20,7 +20,7 @@ from icecheck.traces.format import write_atomic, write_together, write_trace
 
 from .runner import CLEAN, ERROR, EXPECTED, KNOWN, SEVERITY, UNKNOWN, VIOLATION
 
-LABEL = {VIOLATION: "violation", KNOWN: "known finding", EXPECTED: "expected anomaly",
+LABEL = {VIOLATION: "violation", KNOWN: "known finding", EXPECTED: "allowed",
          CLEAN: "no violation within bounds", UNKNOWN: "none found (not exhaustive)",
          ERROR: "error"}
 SYMBOL = {VIOLATION: "✗", KNOWN: "!", EXPECTED: "~", CLEAN: "✓", UNKNOWN: "?", ERROR: "E"}
@@ -205,7 +205,7 @@ def charts(results: list[dict], combos: list[str] | None = None) -> dict:
             title="Findings per property", xlabel="findings (a cell can have several)",
             ylabel="property",
             alt="Bar chart: how many cells violate each property, stacked by outcome "
-                "(violation, known finding, expected anomaly)"),
+                "(violation, known finding, allowed)"),
         "outcomes-by-isolation": outcomes(isolation, "isolation level", "isolation level"),
         "states-per-cell": C.stacked_histogram(
             per_cell("states"), title="States explored per cell",
@@ -284,7 +284,7 @@ def markdown(results, combos, rows, pages, summary, figures=()) -> str:
              f"({summary['not_applicable']} not applicable), wall time {m.get('wall_seconds')} s, "
              f"{summary['total_states']} states explored in total. Space: `{m.get('space')}`.",
              "",
-             "Legend: ✓ no violation within bounds · ~ expected anomaly (allowed by the isolation "
+             "Legend: ✓ no violation within bounds · ~ allowed (by the isolation "
              "level or catalog; reason in the details) · ! known finding (a real anomaly, "
              "reported, not allowed) · ✗ violation (a must-hold property failed) · ? none found "
              "but not exhaustive · E error · n/a the profile has no such command · — not one of "
