@@ -60,8 +60,10 @@ def _progress(label: str):
 @click.option("--writer-engine", "--engine", "engine", multiple=True,
               help="The writers' engine (the profile's): spark-3.5, pyiceberg-0.12, none. "
                    "(--engine in explore is the search engine; this is not.)")
-@click.option("--out", "out_dir", default=os.path.join("reports", "sweep"), show_default=True,
-              help="Output folder (cells/, traces/, results.parquet, index.{md,html}).")
+@click.option("--reports", "--out", "out_dir", default=os.path.join("reports", "sweep"),
+              show_default=True,
+              help="Output folder (cells/, traces/, results.parquet, index.{md,html}); "
+                   "--reports as in check and audit (--out is the same option).")
 @click.option("--resume/--fresh", default=True, show_default=True,
               help="Skip cells finished by an earlier run (--fresh forgets them).")
 @click.option("--ship-code/--no-ship-code", default=None,

@@ -37,9 +37,11 @@ def z3() -> None:
 @click.option("--format-version", "--format", "format_version", type=click.Choice(["2", "3"]),
               default="2",
               show_default=True, help="Table format version.")
-@click.option("--depth", type=click.IntRange(0, 200), default=10, show_default=True,
+@click.option("--max-depth", "--depth", "depth", type=click.IntRange(0, 200), default=10,
+              show_default=True,
               help="Bound: actions per run (at most 200: longer than any run the encoding "
-                   "models; docs/z3.md).")
+                   "models; docs/z3.md). --depth is the same option (the name explore uses "
+                   "is --max-depth).")
 @click.option("--property", "properties", type=PROPERTY, multiple=True, metavar="PROPERTY",
               help="Hunt only this property (repeatable).")
 @click.option("--save-trace", "save_dir", metavar="DIR", help="Write the traces here.")
@@ -66,7 +68,7 @@ def search(profile, writers, ops, mix, keys, catalog, format_version, depth, pro
         build_model_config(cfg, "--profile/--mix")
     except InputError as e:
         fail_input(e)
-    run_z3(cfg, depth, properties, save_dir, as_json, strict)
+    run_z3(cfg, depth, properties, save_dir, as_json, strict, depth_option="--max-depth")
 
 
 def run_z3(cfg, depth: int, properties, save_dir, as_json, strict: bool = False,
