@@ -26,6 +26,7 @@ from icecheck.models.system import Model, State, WriterState
 from icecheck.traces.evidence import file_text as _file_text
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+GONE = " (DELETED from storage: reading it fails)"
 
 
 def esc(value: Any) -> str:
@@ -87,12 +88,17 @@ def facts(model: Model, state: State) -> dict[str, tuple[str, str]]:
                                   f"(parent {s.parent_id}, by {s.writer})")
     snap = meta.current
     if snap is not None:
-        mlist: ManifestList = state.store[snap.manifest_list]
-        out[f"mlist:{mlist.path}"] = (f"manifest list {mlist.path}", ", ".join(mlist.manifests))
+        # from the archive: the metadata may reference an object deleted from storage (the
+        # `readable` anomaly), which the page shows as such instead of failing on it
+        arch, deleted = state.store.archive(), state.store.deleted
+        mlist: ManifestList = arch[snap.manifest_list]
+        out[f"mlist:{mlist.path}"] = (f"manifest list {mlist.path}", ", ".join(mlist.manifests)
+                                      + (GONE if mlist.path in deleted else ""))
         for mp in mlist.manifests:
-            m: Manifest = state.store[mp]
+            m: Manifest = arch[mp]
             out[f"manifest:{mp}"] = (f"manifest {mp}", f"{m.content}, added by snapshot "
-                                     f"{m.added_snapshot_id}, seq {m.sequence_number}")
+                                     f"{m.added_snapshot_id}, seq {m.sequence_number}"
+                                     + (GONE if mp in deleted else ""))
             for e in m.entries:
                 out[f"entry:{mp}:{e.file.path}"] = (
                     f"entry {e.file.path} in {mp}",
@@ -173,6 +179,7 @@ def _render(name: str, **values) -> str:
                            undefined=StrictUndefined)
         _ENV.filters["pyrepr"] = repr
         _ENV.filters["tuplestr"] = lambda r: str(tuple(r))
+        _ENV.filters["astuple"] = tuple
         _ENV.tests["data_file"] = lambda f: isinstance(f, DataFile)
         _ENV.tests["delete_file"] = lambda f: isinstance(f, DeleteFile)
         _ENV.globals.update(equality=EQUALITY_DELETES, content_label=_content_label,
@@ -185,7 +192,15 @@ def table_html(session, d: Diff) -> str:
     meta = state.metadata
     names = model.table.schema.names
     rows = sorted(read_rows(state.store.archive(), meta.current, names), key=lambda r: repr(r.values))
-    return _render("table.html", state=state, meta=meta, names=names, rows=rows, d=d)
+    marks: dict[tuple, list] = {}
+    missing = []
+    for m in session.row_marks():
+        if m.present:
+            marks.setdefault(m.row, []).append(m)
+        else:
+            missing.append(m)
+    return _render("table.html", state=state, meta=meta, names=names, rows=rows, d=d,
+                   marks=marks, missing=missing)
 
 
 def snapshot_log_html(session, d: Diff) -> str:
@@ -204,17 +219,20 @@ def tree_html(session, d: Diff) -> str:
     snap = state.metadata.current
     if snap is None:
         return _render("tree.html", snap=None)
-    live = {(r.path, r.position) for r in read_rows(state.store.archive(), snap, model.table.schema.names)}
-    mlist: ManifestList = state.store[snap.manifest_list]
+    arch = state.store.archive()
+    live = {(r.path, r.position) for r in read_rows(arch, snap, model.table.schema.names)}
+    mlist: ManifestList = arch[snap.manifest_list]
     gone = [label for k, label, _ in d.removed if k.startswith(("manifest:", "entry:", "mlist:"))]
     return _render("tree.html", snap=snap, mlist=mlist, live=live, d=d, gone=gone,
-                   manifests=[(mp, state.store[mp]) for mp in mlist.manifests])
+                   deleted=state.store.deleted,
+                   manifests=[(mp, arch[mp]) for mp in mlist.manifests])
 
 
 def writers_html(session, d: Diff) -> str:
     state = session.state
     return _render("writers.html", writers=state.writers, d=d, java_names=JAVA_NAMES,
-                   wrote={w.name: _wrote(state, w) for w in state.writers})
+                   wrote={w.name: _wrote(state, w) for w in state.writers},
+                   profiles=session.writer_profiles(), mixed=session.config.mixed)
 
 
 def properties_html(session) -> str:
@@ -329,9 +347,9 @@ def state_svg(session) -> str:
     if snap is not None:
         g.node("snap", f"snapshot {snap.snapshot_id}\nseq {snap.sequence_number} {snap.operation}")
         g.edge("catalog", "snap")
-        mlist = state.store[snap.manifest_list]
+        mlist = state.store.archive()[snap.manifest_list]
         for mp in mlist.manifests:
-            m = state.store[mp]
+            m = state.store.archive()[mp]
             g.node(mp, f"{m.content} manifest\n{mp}", style="rounded")
             g.edge("snap", mp)
             for e in m.entries:

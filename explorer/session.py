@@ -4,8 +4,8 @@ The same class serves notebooks and the web page (``server.py`` rebuilds a ``Ses
 URL on every request), so both drive the one model through the one code path::
 
     from icecheck.explorer import Session
-    s = Session.from_trace("traces/undelete-v2-mor-snapshot.json")   # at step 0, 6 steps ahead
-    s.redo(); s.redo()            # forward along the loaded path
+    s = Session.from_trace("traces/undelete-v2-mor-snapshot.json")   # at step 6: undelete shows
+    s.goto(0); s.redo(); s.redo() # from the start, forward along the loaded path
     s.actions()                   # ['w1.cas', 'w2.begin', 'w2.begin#1', 'w2.begin#2']
     s.step("w1.cas")              # take an action (drops the steps ahead unless it is the next one)
     s.undo()                      # back one step (the step stays ahead: redo() takes it again)
@@ -74,6 +74,21 @@ class PropertyStatus:
                          for v in self.violations)
 
 
+@dataclass(frozen=True)
+class RowMark:
+    """A row an anomaly of the current state is about, from its violation's ``details``: a row
+    that came back (undelete), one of a key's rows (duplicate_keys), or a committed row the
+    table no longer shows (lost_write; ``present`` False). The table view marks the present
+    ones and lists the missing ones under it, so the page points at the data, not only at a
+    sentence about it."""
+
+    property: str
+    status: str            # must_hold | allowed | known_finding
+    row: tuple             # the row's values
+    present: bool          # is it in the current table?
+    note: str              # what the anomaly says of it, in words
+
+
 @dataclass
 class FindResult:
     """What ``find_path`` found: the actions from the state it started at (loaded when found)."""
@@ -139,6 +154,7 @@ class Session:
                                f"between 0 and {n}")
         self._at = at
         self.last_find: FindResult | None = None
+        self.trace_property: str | None = None   # the property a loaded trace is about
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -149,9 +165,11 @@ class Session:
         return cls(config, path, at)
 
     @classmethod
-    def from_trace(cls, path: str, at: int | None = 0) -> "Session":
-        """A session on a trace file's configuration with its actions loaded ahead; the cursor
-        starts at step ``at`` (0: the initial state; None: the end)."""
+    def from_trace(cls, path: str, at: int | str | None = "anomaly") -> "Session":
+        """A session on a trace file's configuration with its whole path loaded; the cursor
+        starts at step ``at``: "anomaly" (the default), the first state where the trace's
+        property is violated, since that is what a counterexample is opened to see (a rejected
+        trace, which violates nothing, opens at 0); 0 the initial state; None the end."""
         from icecheck.traces import format as fmt
 
         try:
@@ -159,8 +177,13 @@ class Session:
             cfg = ExploreConfig.from_json(doc["config"], f"{path}: field 'config'")
         except InputError as e:
             raise SessionError(f"bad trace: {e}") from None
-        return cls(cfg, doc["actions"], at, title=doc.get("title") or fmt.trace_id(doc, path),
-                   source=path)
+        s = cls(cfg, doc["actions"], 0, title=doc.get("title") or fmt.trace_id(doc, path),
+                source=path)
+        s.trace_property = doc.get("property") or None
+        if at == "anomaly":
+            first = s.first_violation(s.trace_property) if s.trace_property else None
+            at = first if first is not None else 0
+        return s.goto(len(s._actions) if at is None else at)
 
     def copy(self) -> "Session":
         s = Session.__new__(Session)
@@ -277,6 +300,8 @@ class Session:
     def goto(self, k: int) -> "Session":
         """Move the cursor to step ``k`` (negative: from the end)."""
         n = len(self._actions)
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise SessionError(f"bad step {k!r}: a whole number of steps, 0 to {n}")
         if k < 0:
             k += n + 1
         if not 0 <= k <= n:
@@ -305,6 +330,125 @@ class Session:
             by.setdefault(v.property, []).append(ViolationView(
                 v.property, v.message, v.severity, e.status, e.reason, dict(v.details)))
         return [PropertyStatus(p, tuple(vs)) for p, vs in by.items()]
+
+    def anomaly_property(self) -> str | None:
+        """The property the path's anomaly is about, judged at the end of the whole path: a
+        loaded trace's own property while the end still violates it (the user may have
+        branched off), else the first unexpected violation there, else the first allowed one
+        (as ``trace`` picks it); None when the end violates nothing."""
+        end = self.copy().goto(len(self._actions)).properties()
+        violated = [p for p in end if p.violated]
+        if self.trace_property in {p.name for p in violated}:
+            return self.trace_property
+        unexpected = [p for p in violated if p.status != "allowed"]
+        chosen = unexpected or violated
+        return chosen[0].name if chosen else None
+
+    def first_violation(self, property: str | None = None) -> int | None:
+        """The first state of the whole path (0 = initial) where ``property`` (default:
+        ``anomaly_property()``) is violated: where the anomaly shows. None if it never is."""
+        from icecheck.traces.execute import violated
+
+        prop = property or self.anomaly_property()
+        if prop is None:
+            return None
+        return next((k for k, st in enumerate(self._states)
+                     if prop in violated(self.model, st, self.config.key)), None)
+
+    def row_marks(self) -> list[RowMark]:
+        """The rows the current state's anomalies are about (``RowMark``), from each
+        violation's details: the rows an undelete brought back, the rows of a duplicated key,
+        and a lost write's missing rows (row level: its ``lost_rows``; catalog level: the rows
+        of the discarded snapshot the table no longer has), with the rows the table shows for
+        that key instead."""
+        from collections import Counter
+
+        from icecheck.models.reads import read_rows
+        from icecheck.properties.common import jsonable
+        from icecheck.properties.oracle import KeyFn, identity_partition_columns
+
+        names = self.model.table.schema.names
+        current = [tuple(r.values) for r in read_rows(self.state.store.archive(),
+                                                      self.state.metadata.current, names)]
+        have = Counter(repr(jsonable(list(r))) for r in current)
+        by_json = {repr(jsonable(list(r))): r for r in current}
+        # a key as the violation messages name it: id=1, or id=2 (day=None) when the table is
+        # partitioned by identity (a key lives in one partition: properties/oracle.py KeyFn)
+        key_text = KeyFn(names, self.config.key,
+                         identity_partition_columns(self.model.table)).text
+        out: list[RowMark] = []
+
+        def mark(v, row, note):
+            j = repr(jsonable(list(row)))
+            out.append(RowMark(v.property, v.status, tuple(by_json.get(j, row)), have[j] > 0,
+                               note))
+
+        for p in self.properties():
+            for v in p.violations:
+                d = v.details or {}
+                k = d.get("key")
+                if v.property == "undelete":
+                    for row in d.get("rows", ()):
+                        by = (d.get("row_origins") or {}).get(repr(tuple(row)))
+                        mark(v, row, f"came back: {d.get('deleted_by')} deleted {key_text(k)}, "
+                                     f"and it shows again from seq "
+                                     f"{d.get('first_sequence_number')}"
+                                     + (f" (written by {by})" if by else ""))
+                elif v.property == "duplicate_keys":
+                    rows = d.get("rows", ())
+                    seen: set = set()
+                    for row in rows:
+                        if repr(row) in seen:      # identical copies: the table shows each
+                            continue
+                        seen.add(repr(row))
+                        mark(v, row, f"{key_text(k)} has {len(rows)} live rows from seq "
+                                     f"{d.get('first_sequence_number')}; the commits in order "
+                                     f"leave {len(d.get('expected', ()))}")
+                elif v.property == "lost_write" and d.get("level") == "row":
+                    for row in d.get("lost_rows", ()):
+                        mark(v, row, f"lost: {d.get('op')} committed it; from seq "
+                                     f"{d.get('first_sequence_number')} the table no longer "
+                                     f"shows it")
+                    for row in d.get("actual", ()):
+                        mark(v, row, f"shown instead of the lost row of {key_text(k)}")
+                elif v.property == "lost_write" and d.get("level") == "catalog":
+                    for row in self._lost_snapshot_rows(d.get("snapshot_id"), current):
+                        mark(v, row, f"lost: in {d.get('op')}'s snapshot {d.get('snapshot_id')}, "
+                                     f"which {d.get('discarded_by') or 'a later swap'} "
+                                     f"discarded; the table no longer has it")
+        return out
+
+    def _lost_snapshot_rows(self, snapshot_id, current: list[tuple]) -> list[tuple]:
+        """The rows of snapshot ``snapshot_id`` (off the table's history: found in any
+        metadata file ever written) that the current table lacks (as a multiset)."""
+        from collections import Counter
+
+        from icecheck.models.metadata import TableMetadata
+        from icecheck.models.reads import read_rows
+
+        store = self.state.store.archive()
+        snap = next((s for obj in store.values() if isinstance(obj, TableMetadata)
+                     for s in obj.snapshots if s.snapshot_id == snapshot_id), None)
+        if snap is None:
+            return []
+        try:
+            rows = [tuple(r.values) for r in read_rows(store, snap, self.model.table.schema.names)]
+        except Exception:  # noqa: BLE001 - a snapshot whose files are gone: nothing to list
+            return []
+        left = Counter(current)
+        out = []
+        for r in rows:
+            if left[r]:
+                left[r] -= 1
+            else:
+                out.append(r)
+        return out
+
+    def writer_profiles(self) -> dict[str, str]:
+        """Each writer's engine profile (``ExploreConfig.profile_of``): a mixed-engine
+        configuration runs, e.g., a Spark job and a PyIceberg script on one table, and what
+        each commit validates depends on whose it is."""
+        return {w.name: self.config.profile_of(w.slot) for w in self.state.writers}
 
     def dependency_graph(self):
         """(networkx MultiDiGraph of the committed operations, [(anomaly, cycle edges)])."""
@@ -358,17 +502,14 @@ class Session:
     def inevitable(self, property: str | None = None, *, max_states: int = 5000):
         """(property, ``traces.inevitable.Inevitable``) for the whole path (including the steps
         ahead): the earliest step after which every completion violates ``property`` (default:
-        the first property violated at the end of the path), or None when the end violates
-        nothing."""
+        ``anomaly_property()``), or None when the end violates nothing."""
         from icecheck.traces.execute import Run
         from icecheck.traces.inevitable import inevitable_step
 
-        end = self._states[-1]
         if property is None:
-            found = self.violations(end)
-            if not found:
+            property = self.anomaly_property()
+            if property is None:
                 return None
-            property = found[0].property
         run = Run(self.model, list(self._actions), list(self._states))
         return property, inevitable_step(self.model, run, property, self.config.key,
                                          max_states=max_states)
