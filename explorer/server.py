@@ -119,14 +119,45 @@ def host_allowed(host: str) -> bool:
     return name in LOOPBACK_HOSTS
 
 
-def same_site(url: str | None) -> bool:
-    """Does an Origin or Referer name a page of this loopback server?"""
+def _origin(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin's or a Host header's ``netloc``, or None when it has
+    userinfo (``http://127.0.0.1:8000@evil.example`` names evil.example: the part before
+    ``@`` is a user name and password) or no valid port."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:                  # a port that is not a number from 0 to 65535
+        return None
+    if "@" in netloc or parts.username is not None or parts.password is not None:
+        return None
+    host = parts.hostname
+    if not host:
+        return None
+    if ":" in host:                     # urlsplit drops an IPv6 address's brackets
+        host = f"[{host}]"
+    return scheme, host.lower(), port if port is not None else 80
+
+
+def same_site(url: str | None, host: str | None = None) -> bool:
+    """Does an Origin or Referer name a page of this loopback server? Parsed, not matched as
+    text: no userinfo, scheme ``http``, a loopback host, and (given the request's ``host``,
+    its Host header) exactly the scheme, host and port the request was sent to."""
     from urllib.parse import urlsplit
 
     if not url:
         return False
-    parts = urlsplit(url)
-    return parts.scheme == "http" and host_allowed(parts.netloc)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if parts.scheme != "http":
+        return False
+    origin = _origin("http", parts.netloc)
+    if origin is None or origin[1] not in LOOPBACK_HOSTS:
+        return False
+    return host is None or origin == _origin("http", host)
 
 
 def page_url(config_id: str, path: list[str], at: int | None = None, **extra) -> str:
@@ -198,7 +229,7 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
                               "compressed request bodies are not accepted")
         if request.method not in ("GET", "HEAD"):
             origin = request.headers.get("Origin") or request.headers.get("Referer")
-            if not same_site(origin):
+            if not same_site(origin, request.host):
                 return error_page(403, "Forbidden", "a write must come from this explorer's "
                                                     "own page (cross-site request refused)")
             if not secrets.compare_digest(str(request.form.get("token", "")), token):
@@ -387,7 +418,8 @@ def request_handler(stream=None):
 
 
 def serve(app: Flask, port: int = 0, *, announce=print) -> None:
-    """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until interrupted; announce the URL."""
+    """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until interrupted (the
+    KeyboardInterrupt propagates); announce the URL."""
     import socket
 
     from werkzeug.serving import make_server
@@ -401,8 +433,8 @@ def serve(app: Flask, port: int = 0, *, announce=print) -> None:
     server = make_server(HOST, port, app, threaded=True, request_handler=request_handler())
     announce(f"icecheck explorer: http://{HOST}:{server.server_port}/")
     try:
+        # Ctrl-C ends the server and reaches the icecheck group, which exits 130 as every
+        # command does when interrupted (README, exit codes), not 0 as a finished run
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
         server.server_close()
