@@ -28,6 +28,11 @@ Sections (``--sections``, default all):
 * ``pipelines``: for each example pipeline (examples/*.yaml), its exhaustive BFS (as
   ``icecheck check PIPELINE.yaml`` runs it): states, seconds, and for each anomaly it reports the
   states and seconds to its first counterexample;
+* ``realistic``: pipelines of realistic size (benchmarks/pipelines/, one per engine mix): each
+  file's exhaustive BFS in a fresh process, bounded by states, seconds and memory
+  (``benchmarks/pipelines.py``; ``--quick`` smaller bounds), with states, time to the first
+  anomaly, peak RSS, where a cut search stopped, the verdict and the baseline ratio; written to
+  reports/pipelines.json too;
 * ``costs``: for each pinned configuration (the canonical ones bounded by
   ``costs.canonical_max_states``), counts that explain its ratio and do not depend on the
   machine: how many of the search's transitions ran the model's step handlers (a step memo miss:
@@ -65,8 +70,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATE, TARGET_CORPUS_S, TARGET_REDUCTION = 50_000, 5.0, 10.0
 #: issue 13: icecheck's distinct states/s per core, as a fraction of the two-phase-commit BFS's
 TARGET_RATIO = 0.10
-SECTIONS = ("configs", "compiled", "growth", "hypothesis", "corpus", "pipelines", "costs",
-            "tools")
+SECTIONS = ("configs", "compiled", "growth", "hypothesis", "corpus", "pipelines", "realistic",
+            "costs", "tools")
 
 
 def _cfg(entry: dict, profile: str):
@@ -632,6 +637,8 @@ def write_report(doc: dict, out: str) -> list[str]:
     files = {os.path.join(out, CHART_FILES[name]): c.svg for name, c in drawn.items()}
     files[os.path.join(out, "benchmarks.json")] = json.dumps(doc, indent=2) + "\n"
     files[os.path.join(out, "benchmarks.md")] = render_md(doc, drawn)
+    if doc.get("realistic"):       # the realistic section's own file (benchmarks/pipelines.py)
+        files[os.path.join(out, "pipelines.json")] = json.dumps(doc["realistic"], indent=2) + "\n"
     write_together(files)
     return list(files)
 
@@ -751,6 +758,9 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
                               f"{a['seconds']} s / {a['length']}" for a in p["anomalies"])
             L.append(f"| {p['pipeline']} | {p['states']:,}{'' if p['complete'] else ' (cut)'} "
                      f"| {p['seconds']} | {found or 'none'} |")
+    if doc.get("realistic"):
+        from benchmarks.pipelines import render_lines
+        L += render_lines(doc["realistic"])
     if doc.get("costs"):
         ratios = {c["id"]: (c.get("reduced") or {}).get("ratio") for c in doc.get("configs", [])}
         L += ["", "## Cold work: step handler runs and property evaluations", "",
@@ -858,6 +868,11 @@ def main(argv=None) -> int:
                     help="runs of each configuration that takes seconds (and of each side of "
                          "--compare), each in a fresh process; the best ratio is reported with "
                          "the median (default: configs.yaml's repeats)")
+    ap.add_argument("--realistic-max-states", type=int, metavar="N",
+                    help="the realistic section's bound on distinct states (default: "
+                         "benchmarks/pipelines.py's FULL, or QUICK with --quick)")
+    ap.add_argument("--realistic-budget", type=float, metavar="S",
+                    help="the realistic section's time budget per pipeline, in seconds")
     ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
     ap.add_argument("--render-only", action="store_true",
                     help="re-render reports/benchmarks.md (and the targets) from benchmarks.json")
@@ -884,6 +899,10 @@ def main(argv=None) -> int:
     repeats = args.repeats if args.repeats is not None else int(spec.get("repeats", 1))
     if repeats < 1:
         ap.error("--repeats: at least 1")
+    if args.realistic_max_states is not None and args.realistic_max_states < 1:
+        ap.error("--realistic-max-states: at least 1")
+    if args.realistic_budget is not None and not args.realistic_budget > 0:
+        ap.error("--realistic-budget: a number of seconds above 0")
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
@@ -914,6 +933,15 @@ def main(argv=None) -> int:
         doc["corpus"] = bench_corpus(args.workers, log)
     if "pipelines" in sections:
         doc["pipelines"] = bench_pipelines(log)
+    if "realistic" in sections:
+        from benchmarks import pipelines as P
+        bounds = dict(P.QUICK if args.quick else P.FULL)
+        if args.realistic_max_states is not None:
+            bounds["max_states"] = args.realistic_max_states
+        if args.realistic_budget is not None:
+            bounds["time_budget_s"] = args.realistic_budget
+        doc["realistic"] = P.bench(bounds, args.workers, log,
+                                   mode="quick" if args.quick else "full")
     if "costs" in sections:
         doc["costs"] = bench_costs(spec, log, args.quick)
     if "tools" in sections:
