@@ -56,6 +56,7 @@ class Registered:
     config: ExploreConfig
     actions: list[str]
     title: str
+    property: str | None = None    # the property the trace is about (None: a rejected trace)
 
 
 # -- URLs ------------------------------------------------------------------------------------
@@ -182,7 +183,8 @@ def corpus_configs() -> dict[str, Registered]:
             cfg = ExploreConfig.from_json(doc["config"], p)
         except InputError:
             continue
-        out[fmt.trace_id(doc, p)] = Registered(cfg, list(doc["actions"]), doc.get("title") or "")
+        out[fmt.trace_id(doc, p)] = Registered(cfg, list(doc["actions"]), doc.get("title") or "",
+                                               doc.get("property") or None)
     return out
 
 
@@ -208,7 +210,8 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
         except InputError as e:
             raise SessionError(f"bad trace: {e}") from None
         start_id = fmt.trace_id(doc, trace)
-        registry[start_id] = Registered(cfg, list(doc["actions"]), doc.get("title") or start_id)
+        registry[start_id] = Registered(cfg, list(doc["actions"]), doc.get("title") or start_id,
+                                        doc.get("property") or None)
     elif config is not None:
         start_id = encode_config(config)
     else:
@@ -254,6 +257,7 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
                 raise BadRequest(f"bad step {at!r}: 'at' must be a whole number") from None
         title = reg.title if reg and reg.title else cfg.name
         s = Session(cfg, path, at, title=title, source=config_id)
+        s.trace_property = reg.property if reg else None
         return config_id, s, reg
 
     @app.errorhandler(BadRequest)
@@ -287,8 +291,10 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
         args = request.args
         config_id = args.get("config") or start_id
         if "path" not in args and config_id in registry and registry[config_id].actions:
-            # A trace: load its path, at the initial state, to step through it.
-            return redirect(page_url(config_id, registry[config_id].actions, 0))
+            # A trace: load its path, at the step where its anomaly shows (what it is opened
+            # to see); Start and Back step through how it got there.
+            actions = registry[config_id].actions
+            return redirect(page_url(config_id, actions, opening_step(config_id)))
         config_id, s, reg = session_from_request(args)
         notice, bad = None, False
         if args.get("found"):
@@ -344,16 +350,32 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
         s.save_trace(target)
         return redirect(page_url(config_id, s.full_path, s.at, saved=target), code=303)
 
-    inevitable_memo: dict[tuple, object] = {}
+    anomaly_memo: dict[tuple, object] = {}
 
-    def inevitable_of(config_id: str, s: Session):
-        """The path's inevitable step (searched once per path; a few paths kept)."""
+    def anomaly_of(config_id: str, s: Session):
+        """(property, first violating step, (property, Inevitable) or None) for the path's
+        anomaly, or None when its end violates nothing; searched once per path (a few paths
+        kept), since every step of a path shows the same marks."""
         key = (config_id, tuple(s.full_path))
-        if key not in inevitable_memo:
-            if len(inevitable_memo) >= 64:
-                inevitable_memo.pop(next(iter(inevitable_memo)))
-            inevitable_memo[key] = s.inevitable(max_states=SEARCH_MAX_STATES // 4)
-        return inevitable_memo[key]
+        if key not in anomaly_memo:
+            if len(anomaly_memo) >= 64:
+                anomaly_memo.pop(next(iter(anomaly_memo)))
+            prop = s.anomaly_property()
+            anomaly_memo[key] = None if prop is None else (
+                prop, s.first_violation(prop),
+                s.inevitable(prop, max_states=SEARCH_MAX_STATES // 4))
+        return anomaly_memo[key]
+
+    def opening_step(config_id: str) -> int:
+        """Where a registered trace opens: the first state violating its property (0 for a
+        rejected trace, or one whose property its path never violates)."""
+        reg = registry[config_id]
+        if not reg.property:
+            return 0
+        s = Session(reg.config, reg.actions, 0, title=reg.title, source=config_id)
+        s.trace_property = reg.property
+        found = anomaly_of(config_id, s)
+        return found[1] if found and found[0] == reg.property and found[1] is not None else 0
 
     def render_page(config_id: str, s: Session, notice: str | None, bad: bool):
         from icecheck.properties import PROPERTIES
@@ -364,17 +386,29 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
                     "url": page_url(config_id, full, s.at + 1) if a == nxt
                     else page_url(config_id, s.path + [a])}
                    for a in s.actions()]
-        certain = inevitable_of(config_id, s)
+        anomaly = anomaly_of(config_id, s)
+        certain = anomaly[2] if anomaly else None
         mark = certain[1].step if certain else None
+        shows = anomaly[1] if anomaly else None
+
+        def step_title(k):
+            return "; ".join(t for t, on in (
+                (f"{anomaly[0] if anomaly else ''} is first violated here", k == shows),
+                ("from here the anomaly is inevitable", k == mark)) if on)
+
         steps = [{"k": k, "action": full[k - 1] if k else "init",
-                  "url": page_url(config_id, full, k),
+                  "url": page_url(config_id, full, k), "title": step_title(k),
                   "cls": " ".join(c for c in ("here" if k == s.at else ("ahead" if k > s.at else ""),
-                                              "inevitable" if k == mark else "") if c)}
+                                              "inevitable" if k == mark else "",
+                                              "violation" if k == shows else "") if c)}
                  for k in range(len(full) + 1)]
-        why = None
+        why = first = None
         if certain:
             why = {"property": certain[0], "text": certain[1].text(len(full)), "step": mark,
                    "url": page_url(config_id, full, mark) if mark is not None else None}
+        if shows is not None:
+            first = {"property": anomaly[0], "step": shows, "here": shows == s.at,
+                     "url": page_url(config_id, full, shows)}
         goals = ([("property:" + ANY, "a violation of any property")]
                  + [("property:" + p, f"a violation of {p}") for p in PROPERTIES]
                  + [("validation:" + ANY, "a failed validation (any check)")]
@@ -388,8 +422,8 @@ def create_app(*, config: ExploreConfig | None = None, trace: str | None = None,
             here_url=page_url(config_id, full, s.at),
             download_url="/trace.json?" + urlencode({"config": config_id,
                                                      "path": SEP.join(s.path)}),
-            why=why, path_text=SEP.join(s.path), save_dir=app.config["ICX"]["save_dir"], token=token,
-            cfg=s.config)
+            why=why, first=first, profiles=s.writer_profiles(), path_text=SEP.join(s.path),
+            save_dir=app.config["ICX"]["save_dir"], token=token, cfg=s.config)
 
     return app
 

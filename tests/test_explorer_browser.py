@@ -97,6 +97,18 @@ def property_item(page, name):
 
 def test_step_through_the_undelete_trace(page, trace_server, shots):
     page.goto(trace_server)
+    # it opens where the anomaly shows: the last step, the row that came back marked in red
+    assert step_no(page) == 6
+    assert "violated" in property_item(page, "undelete").get_attribute("class")
+    assert page.locator("#violation").inner_text() == "undelete is first violated at step 6 (this step)"
+    back = page.locator('#table tr.anomaly[data-anomaly="undelete"]')
+    assert back.count() == 1 and back.locator("td").first.inner_text() == "1"
+    assert "came back: w2.1 deleted id=1" in back.locator("td.note").inner_text()
+    assert back.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor") \
+        == "rgb(255, 235, 233)"
+    page.screenshot(path=os.path.join(shots, "explorer-undelete-opened.png"), full_page=True)
+    page.click("#start")
+    page.wait_for_load_state()
     assert step_no(page) == 0
     assert page.locator("#stepno").inner_text() == "step 0 of 6"
     page.screenshot(path=os.path.join(shots, "explorer-undelete-step0.png"), full_page=True)
@@ -197,8 +209,10 @@ def test_long_text_wraps_in_a_narrow_window(browser, trace_server):
         pg.goto(trace_server + "?" + "config=undelete-v2-mor-snapshot&path="
                 + "~".join(UNDELETE).replace("#", "%23"))
         assert pg.locator(".prop.violated").count() >= 1
+        assert pg.locator("#table tr.anomaly").count() == 1
         widths = pg.evaluate("""() => Array.from(document.querySelectorAll(
-            '.vmsg, .vwhy, .notice, section.card, #inevitable')).map(e => e.scrollWidth - e.clientWidth)""")
+            '.vmsg, .vwhy, .notice, section.card, #inevitable, #violation, #graph-legend'
+            )).map(e => e.scrollWidth - e.clientWidth)""")
         assert widths and max(widths) <= 1, widths
         page_width = pg.evaluate("() => document.documentElement.scrollWidth")
         assert page_width <= 700, page_width
@@ -211,6 +225,9 @@ def test_the_step_where_the_anomaly_became_inevitable(page, trace_server, shots)
     undeletes) and the line under it links there; the link lands on step 4, where the property
     still holds."""
     page.goto(trace_server)
+    shows = page.locator(".path a.violation")
+    assert shows.count() == 1 and shows.get_attribute("data-k") == "6"
+    assert "here" in shows.get_attribute("class")
     line = page.locator("#inevitable")
     assert "undelete" in line.inner_text() and "after step 4" in line.inner_text()
     marked = page.locator(".path a.inevitable")
@@ -221,3 +238,30 @@ def test_the_step_where_the_anomaly_became_inevitable(page, trace_server, shots)
     assert step_no(page) == 4
     assert "holds" in property_item(page, "undelete").get_attribute("class")
     page.screenshot(path=os.path.join(shots, "explorer-undelete-inevitable.png"), full_page=True)
+
+
+def test_a_mixed_engine_trace_named_by_its_shipped_name(page, shots):
+    """``--trace NAME`` finds the shipped trace; the page opens at its violating step with the
+    duplicated key's two rows marked, names each writer's engine profile, and explains the
+    dependency graph's edge kinds beside it."""
+    proc, url = start_explorer("--trace", "duplicate-keys-mixed-spark-merge-pyiceberg-upsert")
+    try:
+        page.goto(url)
+        assert step_no(page) == 8
+        rows = page.locator('#table tr.anomaly[data-anomaly="duplicate_keys"]')
+        assert rows.count() == 2
+        assert sorted(rows.nth(i).locator("td").nth(1).inner_text() for i in range(2)) \
+            == ["w1.1", "w2.1"]
+        assert page.locator("#profiles").inner_text() == (
+            "profiles (mixed engines): w1 spark-3.5-cow-serializable, "
+            "w2 pyiceberg-0.12-serializable")
+        assert page.locator('.writer[data-writer="w2"] .profile').inner_text() \
+            == "pyiceberg-0.12-serializable"
+        legend = page.locator("#graph-legend")
+        assert legend.is_visible()
+        for kind in ("ww", "wr", "rw", "co"):
+            assert legend.locator(f"dt.e-{kind}").inner_text() == kind
+        assert "commit order" in legend.locator("dt.e-co + dd").inner_text()
+        page.screenshot(path=os.path.join(shots, "explorer-mixed-duplicate.png"), full_page=True)
+    finally:
+        stop(proc)

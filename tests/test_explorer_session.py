@@ -4,6 +4,7 @@ rendering, and the page's server through Flask's test client (error pages, savin
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -33,9 +34,13 @@ def violated(s):
 
 
 # -- Session ----------------------------------------------------------------------------------
-def test_from_trace_starts_at_the_initial_state_with_the_path_ahead():
+def test_from_trace_opens_where_the_anomaly_shows_and_steps_from_the_start():
     s = Session.from_trace(UNDELETE_TRACE)
-    assert s.at == 0 and s.path == [] and s.ahead == UNDELETE and s.full_path == UNDELETE
+    assert s.trace_property == "undelete"
+    assert s.at == 6 and s.path == UNDELETE and s.ahead == [] and s.full_path == UNDELETE
+    assert "undelete" in violated(s)
+    s.goto(0)
+    assert s.at == 0 and s.path == [] and s.ahead == UNDELETE
     assert "w1.begin#1" in s.actions()
     assert violated(s) == set()
     for k in range(1, 7):
@@ -48,6 +53,112 @@ def test_from_trace_starts_at_the_initial_state_with_the_path_ahead():
     with pytest.raises(SessionError, match="nothing to redo"):
         s.redo()
     assert s.actions() == []
+    assert Session.from_trace(UNDELETE_TRACE, at=0).at == 0
+    assert Session.from_trace(UNDELETE_TRACE, at=2).path == UNDELETE[:2]
+    # a rejected trace violates nothing: it opens at the initial state
+    assert Session.from_trace(REJECTED).at == 0
+
+
+#: the undelete trace with a third writer whose only command is an INSERT of another key,
+#: committed after the undelete: the anomaly shows at step 6 and stays, three steps before the
+#: path ends (and it became inevitable at step 4, as in the trace)
+LONGER = UNDELETE + ["w3.begin", "w3.refresh", "w3.cas"]
+
+
+def longer_trace(tmp_path):
+    from icecheck.engines.config import ExploreConfig
+
+    doc = fmt.load_trace(UNDELETE_TRACE)["config"]
+    doc["writers"].append([[[["rows", [[301, "w3.1"]]], ["sql", "INSERT"]]]])
+    s = Session.from_config(ExploreConfig.from_json(doc), LONGER)
+    path = str(tmp_path / "longer.json")
+    saved = s.save_trace(path)
+    assert saved["property"] == "undelete" and saved["actions"] == LONGER
+    return path
+
+
+def test_a_trace_opens_at_its_first_violating_state_not_at_its_end(tmp_path):
+    s = Session.from_trace(longer_trace(tmp_path))
+    assert s.at == 6 and s.ahead == LONGER[6:]
+    assert "undelete" in violated(s)
+    assert "undelete" not in violated(s.copy().goto(5))
+    assert s.first_violation() == 6 and s.first_violation("isolation") == 6
+    assert s.first_violation("lost_write") is None
+    prop, found = s.inevitable()
+    assert prop == "undelete" and found.step == 4
+
+
+def test_row_marks_point_at_the_rows_an_anomaly_is_about():
+    """The row that came back, the key present twice (both copies), the write that vanished
+    (row level and catalog level): each from its violation's details, marked in the table
+    view; nothing is marked where no property is violated."""
+    def trace(name, at="anomaly"):
+        return Session.from_trace(os.path.join(ROOT, "traces", name + ".json"), at=at)
+
+    s = trace("undelete-v2-mor-snapshot")
+    marks = s.row_marks()
+    assert [(m.property, m.row, m.present) for m in marks] == [("undelete", (1, "w1.1"), True)]
+    assert "came back: w2.1 deleted id=1" in marks[0].note
+    h = s.render("html")
+    assert re.findall(r'<tr class="([^"]*)" data-key="row:([^"]*)" data-anomaly="undelete">', h) \
+        == [("anomaly", "(1, &#39;w1.1&#39;)")]   # w1's UPDATE wrote it; w2's DELETE missed it
+    assert trace("undelete-v2-mor-snapshot", at=5).row_marks() == []
+    assert 'data-anomaly="' not in trace("undelete-v2-mor-snapshot", at=5).render("html")
+
+    s = trace("duplicate-keys-spark-add-files-twice")
+    assert {(m.property, m.row, m.present) for m in s.row_marks()} == {
+        ("duplicate_keys", (900, "ext"), True)}
+    h = s.render("html")
+    assert h.count('data-anomaly="duplicate_keys"') == 2       # the key's two rows, both marked
+    assert "id=900 has 2 live rows" in h
+
+    s = trace("lost-write-null-partition-retention-delete")
+    marks = s.row_marks()
+    assert [(m.property, m.row, m.present) for m in marks] == [("lost_write", (2, None), False)]
+    h = s.render("html")
+    assert 'class="anomaly-missing" data-anomaly="lost_write"' in h
+    assert "missing row <code>(2, None)</code>: lost: setup.1 committed it" in h
+
+    s = trace("lost-write-last-writer-wins")                 # catalog level: a discarded snapshot
+    marks = s.row_marks()
+    assert [(m.property, m.row, m.present) for m in marks] == [("lost_write", (101, "w1.1"), False)]
+    assert "snapshot 1001, which w2.1 discarded" in marks[0].note
+    assert "missing row <code>(101, &#39;w1.1&#39;)</code>" in s.render("html")
+
+
+def test_every_writers_profile_is_shown_for_a_mixed_engine_trace():
+    mixed = os.path.join(ROOT, "traces", "duplicate-keys-mixed-spark-merge-pyiceberg-upsert.json")
+    s = Session.from_trace(mixed)
+    assert s.config.mixed
+    assert s.writer_profiles() == {"w1": "spark-3.5-cow-serializable",
+                                   "w2": "pyiceberg-0.12-serializable"}
+    h = s.render("html")
+    assert 'class="profile mixed" data-profile="spark-3.5-cow-serializable"' in h
+    assert 'class="profile mixed" data-profile="pyiceberg-0.12-serializable"' in h
+    page = create_app(trace=mixed).test_client().get("/", follow_redirects=True)
+    text = page.get_data(as_text=True)
+    head = text.split('id="profiles">')[1].split("</span>")[0]
+    assert ('w1 <b data-writer="w1">spark-3.5-cow-serializable</b>, '
+            'w2 <b data-writer="w2">pyiceberg-0.12-serializable</b>') in head
+    # one engine: the header names it once, and no writer's profile is marked as mixed
+    single = create_app(trace=UNDELETE_TRACE).test_client().get("/", follow_redirects=True)
+    text = single.get_data(as_text=True)
+    assert 'id="profiles"' not in text and "profile <b>spark-3.5-mor-snapshot</b>" in text
+    assert 'class="profile" data-profile="spark-3.5-mor-snapshot"' in text
+
+
+def test_the_graph_has_a_legend_of_its_edge_kinds():
+    """ww, wr, rw and co are explained on the page (and in the notebook view), with the cycle
+    classes, whether or not anything has committed yet."""
+    for s in (Session.from_trace(UNDELETE_TRACE), Session.from_trace(UNDELETE_TRACE, at=0)):
+        legend = s.render("html").split('id="graph-legend"')[1]
+        kinds = dict(re.findall(r'<dt class="e-(\w+)">\1</dt><dd><b>([^<]*)</b>', legend))
+        assert kinds == {"ww": "write after write", "wr": "write, then read",
+                         "rw": "read, then overwritten", "co": "commit order"}
+        assert "(an anti-dependency)" in legend and "never part of a cycle" in legend
+        assert "<b>G-single</b> (exactly one rw) snapshot isolation" in legend
+    page = create_app(trace=UNDELETE_TRACE).test_client().get("/", follow_redirects=True)
+    assert 'id="graph-legend"' in page.get_data(as_text=True)
 
 
 def test_step_undo_redo_and_branching():
@@ -169,14 +280,69 @@ def q(**kw):
     return "/?" + urlencode(kw)
 
 
-def test_page_redirects_a_trace_to_its_path_at_step_0(client):
+def test_page_redirects_a_trace_to_the_step_where_its_anomaly_shows(client):
     r = client.get("/")
     assert r.status_code == 302
     args = parse_qs(urlparse(r.headers["Location"]).query)
-    assert args["config"] == ["undelete-v2-mor-snapshot"] and args["at"] == ["0"]
+    assert args["config"] == ["undelete-v2-mor-snapshot"] and "at" not in args   # at the end
     assert args["path"] == ["~".join(UNDELETE)]
     page = client.get(r.headers["Location"]).get_data(as_text=True)
-    assert "step <b>0</b> of 6" in page and 'data-action="w1.begin#1"' in page
+    assert "step <b>6</b> of 6" in page
+    assert 'class="prop violated status-known_finding" data-property="undelete"' in page
+    assert 'class="here violation"' in page and "<b>undelete</b> is first violated at step 6 " \
+        "(this step)" in page
+    assert 'data-anomaly="undelete"' in page                 # the row that came back
+    start = client.get(q(config="undelete-v2-mor-snapshot", path="~".join(UNDELETE), at=0))
+    text = start.get_data(as_text=True)
+    assert "step <b>0</b> of 6" in text and 'data-action="w1.begin#1"' in text
+    assert "go to step 6</a>" in text                        # the anomaly's step, linked
+
+
+def test_every_corpus_trace_opens_at_the_first_state_violating_its_property(client):
+    """Computed apart from the explorer (the trace's run, judged state by state); a rejected
+    trace opens at 0. The readable trace opens on a metadata tree whose manifest list was
+    deleted from storage: shown as such, not a 500."""
+    from icecheck.explorer.server import corpus_configs
+    from icecheck.traces.execute import model_for, run_actions
+    from icecheck.traces.execute import violated as violated_at
+
+    corpus = corpus_configs()
+    assert len(corpus) >= 20
+    for tid, reg in corpus.items():
+        run = run_actions(model_for(reg.config, tid), reg.actions)
+        want = 0 if not reg.property else next(
+            k for k, st in enumerate(run.states)
+            if reg.property in violated_at(run.model, st, reg.config.key))
+        r = client.get(q(config=tid))
+        assert r.status_code == 302, tid
+        page = client.get(r.headers["Location"])
+        assert page.status_code == 200, (tid, page.get_data(as_text=True)[-400:])
+        text = page.get_data(as_text=True)
+        assert f'data-step="{want}"' in text, tid
+        if reg.property:
+            assert re.search(rf'<li class="prop violated status-\w+" '
+                             rf'data-property="{reg.property}">', text), tid
+            assert f"<b>{reg.property}</b> is first violated at step {want} (this step)" in text
+        if tid.startswith("readable-"):
+            assert "deleted from storage</span>" in text
+
+
+def test_page_of_a_longer_trace_opens_at_the_violation_and_marks_both_steps(tmp_path):
+    import html
+
+    client = create_app(trace=longer_trace(tmp_path)).test_client()
+    r = client.get("/")
+    args = parse_qs(urlparse(r.headers["Location"]).query)
+    assert args["at"] == ["6"] and args["path"] == ["~".join(LONGER)]
+    page = client.get(r.headers["Location"]).get_data(as_text=True)
+    assert "step <b>6</b> of 9" in page
+    path_bar = page.split('class="path small"')[1].split("</div>")[0]
+    marked = {k: html.unescape(c) for c, k in
+              re.findall(r'<a class="([^"]*)" href="[^"]*" data-k="(\d+)"', path_bar)}
+    assert marked["6"] == "here violation"
+    assert marked["4"] == "inevitable"
+    assert [k for k, c in marked.items() if "inevitable" in c] == ["4"]
+    assert all("violation" not in c for k, c in marked.items() if k != "6")
 
 
 def test_page_at_the_end_shows_the_violation(client):
@@ -373,6 +539,30 @@ def icecheck(*args):
                           text=True, cwd=ROOT, timeout=120)
 
 
+def test_cli_opens_a_shipped_trace_by_its_name(tmp_path):
+    """``--trace undelete-v2-mor-snapshot`` (no file of that name where it runs) is the shipped
+    trace: the served page opens at its violating step. An unknown name exits 2."""
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "icecheck", "explore", "--interactive",
+                             "--trace", "undelete-v2-mor-snapshot", "--port", "0"],
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("icecheck explorer: http://127.0.0.1:"), (line, proc.stderr)
+        with urllib.request.urlopen(line.split(": ", 1)[1].strip(), timeout=120) as r:
+            page = r.read().decode()
+        assert "step <b>6</b> of 6" in page and 'data-anomaly="undelete"' in page
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    p = subprocess.run([sys.executable, "-m", "icecheck", "explore", "--interactive", "--trace",
+                        "no-such-trace"], capture_output=True, text=True, cwd=str(tmp_path),
+                       timeout=120)
+    assert p.returncode == 2 and "no-such-trace" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_cli_argument_errors_exit_2():
     p = icecheck("explore")
     assert p.returncode == 2 and "--profile" in p.stderr
@@ -403,4 +593,7 @@ def test_the_page_marks_the_step_where_the_anomaly_became_inevitable():
     assert 'id="inevitable"' in page and "after step 4" in page
     link = html.unescape(page.split('id="inevitable"')[1].split('href="')[1].split('"')[0])
     assert "at=4" in link and client.get(link).status_code == 200
-    assert 'class="ahead inevitable"' in page
+    assert 'data-k="4" title="from here the anomaly is inevitable"' in page
+    assert 'class="inevitable"' in page                  # opened at step 6: step 4 is behind
+    at0 = client.get(html.unescape(link).replace("at=4", "at=0")).get_data(as_text=True)
+    assert 'class="ahead inevitable"' in at0
