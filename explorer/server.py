@@ -455,6 +455,7 @@ def serve(app: Flask, port: int = 0, *, announce=print) -> None:
     """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until interrupted (the
     KeyboardInterrupt propagates); announce the URL."""
     import socket
+    import socketserver
 
     from werkzeug.serving import make_server
 
@@ -468,7 +469,9 @@ def serve(app: Flask, port: int = 0, *, announce=print) -> None:
     announce(f"icecheck explorer: http://{HOST}:{server.server_port}/")
     try:
         # Ctrl-C ends the server and reaches the icecheck group, which exits 130 as every
-        # command does when interrupted (README, exit codes), not 0 as a finished run
-        server.serve_forever()
+        # command does when interrupted (README, exit codes), not 0 as a finished run.
+        # Werkzeug's own serve_forever swallows the KeyboardInterrupt (BaseWSGIServer,
+        # werkzeug 3.1): socketserver's loop underneath lets it through
+        socketserver.BaseServer.serve_forever(server)
     finally:
         server.server_close()
