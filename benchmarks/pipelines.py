@@ -59,21 +59,10 @@ def verdict(complete: bool, failing: int) -> str:
     return PASS if complete else INCONCLUSIVE
 
 
-def _proc_kb(field: str) -> int:
-    """A field of /proc/self/status in kB (0 where there is no /proc)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def _peak_rss_mb() -> float:
     """This process's peak resident memory in MB: VmHWM, or ``resource``'s ru_maxrss where
     there is no /proc."""
+    from benchmarks.run import _proc_kb
     kb = _proc_kb("VmHWM")
     if not kb:
         import resource

@@ -748,18 +748,10 @@ def _decode_frontier(data: bytes, labels: list[str], count: int,
 
 
 def _write_bytes(path: str, data: bytes) -> None:
-    """Atomically: a fsynced temporary file beside ``path`` (``traces.format.write_temp``),
-    then ``os.replace``."""
-    from icecheck.traces.format import write_temp
-    tmp = write_temp(path, data)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Atomically: a fsynced temporary file beside ``path``, then ``os.replace``
+    (``traces.format.write_together``, which takes bytes too)."""
+    from icecheck.traces.format import write_together
+    write_together({path: data})
 
 
 # -- rebuilding the frontier's states ------------------------------------------------------------

@@ -91,7 +91,7 @@ def write_atomic(path: str, text: str) -> None:
     write_together({path: text})
 
 
-def write_together(files: dict[str, str]) -> None:
+def write_together(files: dict[str, str | bytes]) -> None:
     """Write several files that belong together (one run's reports): every new text goes to
     a fsynced temporary file first, and only then are they renamed into place, one
     ``os.replace`` after another, so a run that is killed while writing leaves the previous
