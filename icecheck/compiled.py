@@ -165,6 +165,34 @@ dist.run_command("build_ext")
 """
 
 
+def _watch(proc, src: Path, lib: Path, total: int, start: float, log,
+           every: float = 5.0) -> None:
+    """Wait for the build process, saying how far it got every ``every`` seconds: the modules
+    Cython has translated (their .c files beside the sources), then those the C compiler has
+    built (their extension modules), with an estimate of the time left from the rate so far
+    (a build takes minutes on two cores, and used to say nothing until it ended)."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    said = ""
+    while True:
+        try:
+            proc.wait(timeout=every)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        translated = sum(1 for _ in src.rglob("*.c"))
+        built = sum(1 for _ in lib.rglob("*" + suffix)) if lib.exists() else 0
+        elapsed = time.monotonic() - start
+        if built:
+            left = elapsed / built * (total - built)
+            line = (f"  compiled {built}/{total} modules in {elapsed:.0f}s, about "
+                    f"{left:.0f}s left")
+        else:
+            line = f"  translated {translated}/{total} modules to C in {elapsed:.0f}s"
+        if line != said:
+            log(line)
+            said = line
+
+
 def build(base: str | os.PathLike | None = None, jobs: int | None = None,
           log=lambda msg: None) -> dict:
     """Compile ``HOT_MODULES`` into ``build_dir(base)``, replacing the build there; returns the
@@ -204,9 +232,15 @@ def build(base: str | os.PathLike | None = None, jobs: int | None = None,
         spec = {"modules": modules, "directives": DIRECTIVES, "jobs": jobs, "src": str(src),
                 "lib": str(lib), "tmp": str(work / "tmp")}
         with open(work / "build.log", "w") as out:
-            done = subprocess.run([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(spec)],
-                                  cwd=work, stdout=out, stderr=subprocess.STDOUT)
-        if done.returncode != 0:
+            proc = subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT, json.dumps(spec)],
+                                    cwd=work, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                _watch(proc, src, lib, len(modules), start, log)
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+        if proc.returncode != 0:
             raise CompiledError("the compilation failed:\n" + _failure(
                 (work / "build.log").read_text(errors="replace")))
         built = work / "built"
