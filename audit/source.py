@@ -57,9 +57,9 @@ def open_catalog(catalog_name: str | None, catalog_uri: str | None, warehouse: s
         from pyiceberg.catalog import load_catalog
         from pyiceberg.utils.config import Config
     except ImportError as e:
-        raise InputError(f"PyIceberg is not installed ({e}); run: pip install -e "
-                         "'.[conformance]' (or pip install 'pyiceberg[sql-sqlite,pyarrow]')",
-                         "--catalog") from None
+        from icecheck.install_hint import install_hint
+        raise InputError(f"PyIceberg is not installed ({e}); run: {install_hint('audit')} "
+                         f"(bin/icecheck audit installs it itself)", "--catalog") from None
     option = "--catalog" if catalog_uri else "--catalog-name"
     name = catalog_name or (Config().get_default_catalog_name() if not catalog_uri else "audit")
     props = catalog_properties(catalog_uri, warehouse, properties or {})

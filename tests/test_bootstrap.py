@@ -76,3 +76,29 @@ def test_set_up_prints_one_line_per_step_and_the_log_on_failure(tmp_path):
     assert q.returncode == 1
     assert "icecheck: upgrading pip failed; the last lines of" in q.stderr
     assert "noisy warning" in q.stderr
+
+
+def test_each_command_installs_what_it_needs_and_nothing_else(tmp_path):
+    """bin/icecheck's extras per command (issue 42, item 4: `sweep --list` installed PySpark and
+    Playwright first, and `explore --engine spark-bfs` installed nothing and exited 2)."""
+    cases = {
+        ("sweep", "--list"): ROOT,
+        ("sweep", "--executor", "processes"): ROOT,
+        ("sweep", "--executor=serial"): ROOT,
+        ("sweep",): f"{ROOT}[conformance]",
+        ("explore", "--engine", "spark-bfs"): f"{ROOT}[conformance]",
+        ("explore", "--engine", "bfs"): ROOT,
+        ("audit", "db.t"): f"{ROOT}[audit]",
+        ("conform",): f"{ROOT}[conformance]",
+        ("compile",): f"{ROOT}[compiled]",
+        ("check",): ROOT,
+    }
+    for n, (args, want) in enumerate(cases.items()):
+        venv, log = fake_venv(tmp_path / str(n))
+        p = subprocess.run([os.path.join(ROOT, "bin", "icecheck"), *args],
+                           env=dict(os.environ, ICECHECK_VENV=str(venv)),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, (args, p.stderr)
+        assert installs(log) == [want], (args, installs(log))
+        java_setup = "icecheck.conformance.java_setup" in log.read_text()
+        assert java_setup == want.endswith("[conformance]"), args
