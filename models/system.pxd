@@ -22,6 +22,7 @@ cdef class Model:
     cdef public bint interning
     cdef public dict _interned
     cdef public tuple _schedule
+    cdef public bint _table_retries
     cdef dict __dict__
 
     @cython.locals(key=tuple, got=tuple, ws=tuple)

@@ -432,6 +432,8 @@ class Model:
         self.interning = False
         self._interned: dict = {}      # see _intern
         self._schedule = tuple(config.schedule)   # see action_parts
+        #: does the table set commit.retry.num-retries itself? (see _retries)
+        self._table_retries = "commit.retry.num-retries" in dict(config.table.properties)
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -1220,7 +1222,7 @@ class Model:
         commit.retry.num-retries when it sets it, else its engine's own default
         (``Profile.commit_retries``: iceberg-go's is 0), else Java's (4)."""
         own = w.operation.validations.commit_retries if w.operation is not None else None
-        if own is None or "commit.retry.num-retries" in dict(self.table.properties):
+        if own is None or self._table_retries:
             return self.table.max_retries
         return own
 

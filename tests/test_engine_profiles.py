@@ -197,16 +197,20 @@ def test_trino_reads_no_write_mode_and_has_no_insert_overwrite():
 
 # -- iceberg-go v0.6.0 -------------------------------------------------------------------------
 
-def test_iceberg_go_loses_the_race_where_spark_validates_and_commits(tmp_path):
-    """iceberg-go's first attempt swaps against its base and validates nothing; with its
-    default of no retry (table/properties.go:103-113 @ v0.6.0) a DELETE that lost the race to
-    an INSERT of another key fails. Spark refreshes, finds no conflicting file and commits."""
-    steps = """  - begin: w1
+#: a DELETE (w1) that loses the race to an INSERT of another key (w2)
+LOST_RACE = """  - begin: w1
     command: {sql: DELETE, where: "id = 1"}
   - begin: w2
     command: {sql: INSERT, rows: [[100, w2]]}
   - commit: w2
   - commit: w1"""
+
+
+def test_iceberg_go_loses_the_race_where_spark_validates_and_commits(tmp_path):
+    """iceberg-go's first attempt swaps against its base and validates nothing; with its
+    default of no retry (table/properties.go:103-113 @ v0.6.0) a DELETE that lost the race to
+    an INSERT of another key fails. Spark refreshes, finds no conflicting file and commits."""
+    steps = LOST_RACE
     props = "  properties: {commit.retry.num-retries: 0}"
     go = _steps(tmp_path, "iceberg-go-0.6-serializable", steps, props)
     assert go["w2"].outcome == "committed"
@@ -218,12 +222,7 @@ def test_iceberg_go_loses_the_race_where_spark_validates_and_commits(tmp_path):
 def test_iceberg_go_retries_as_its_table_says_and_not_at_all_by_default(tmp_path):
     """Its own default of no retry (commit_retries: 0) holds where the table sets no
     commit.retry.num-retries; a table that sets it decides (Java's re-apply, docs/engines.md)."""
-    steps = """  - begin: w1
-    command: {sql: DELETE, where: "id = 1"}
-  - begin: w2
-    command: {sql: INSERT, rows: [[100, w2]]}
-  - commit: w2
-  - commit: w1"""
+    steps = LOST_RACE
     unset = _steps(tmp_path, "iceberg-go-0.6-serializable", steps, "  properties: {}")
     assert unset["w1"].outcome == "commit_failed"
     retried = _steps(tmp_path, "iceberg-go-0.6-serializable", steps,
