@@ -19,7 +19,6 @@ from typing import Any
 
 from icecheck.engines.config import ExploreConfig, _freeze, build_model_config, command_of, \
     table_config
-from icecheck.models import catalog as cat
 from icecheck.models.profiles import get_profile, load_profiles, property_conflict
 from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_file
