@@ -189,6 +189,12 @@ class Operation:
     # MergingSnapshotProducer drops the DVs of removed files and the delete files older than
     # every remaining data file. Fixed by the writer's profile, as pyiceberg_validation is
     keep_delete_files: bool = field(default=False, metadata={"digest_omit": True})
+    # ``SnapshotUpdate.set(key, value)``: properties the engine records in the snapshot's
+    # summary, ((key, value), ...) in the order set: a streaming sink's commit identity
+    # (Flink's flink.job-id / flink.operator-id / flink.max-committed-checkpoint-id, Spark's
+    # spark.sql.streaming.queryId / epochId: models/lifecycle.py) and Spark's
+    # ``snapshot-property.<k>`` write options. Engines read them back to decide what to commit
+    summary_properties: tuple = field(default=(), metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

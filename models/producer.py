@@ -520,7 +520,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
         ("added-delete-files", len(added_deletes)),
         ("deleted-data-files", n_removed_data),
         ("removed-delete-files", n_removed_deletes),
-    )
+    ) + tuple(op.summary_properties)
     snap = Snapshot(snapshot_id, parent.snapshot_id if parent else None, seq, operation_name(op, table.iceberg_version),
                     mlist.path, summary, writer_name, source_snapshot_id=op.source_snapshot_id,
                     replace_partitions=op.kind == ops.REPLACE_PARTITIONS)
