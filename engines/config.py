@@ -60,6 +60,9 @@ class ExploreConfig:
     # risks a team accepted in its pipeline file (properties/expectations.py ``accepted``):
     # ((property, writer indexes it may involve (() any), reason), ...)
     accepted: tuple[tuple[str, tuple[int, ...], str], ...] = ()
+    # writers that run as streaming sinks (models/lifecycle.py): ((writer index, restarts,
+    # restart kinds), ...)
+    sinks: tuple[tuple[int, int, tuple[str, ...]], ...] = ()
 
     def profile_of(self, index: int) -> str:
         """The profile of writer ``w{index}`` (1-based)."""
@@ -191,6 +194,9 @@ class ExploreConfig:
         if self.accepted:
             doc["accepted"] = [{"property": p, "writers": list(ws), "reason": r}
                                for p, ws, r in self.accepted]
+        if self.sinks:
+            doc["sinks"] = [{"writer": i, "restarts": n, "restart": list(kinds)}
+                            for i, n, kinds in self.sinks]
         return doc
 
     @staticmethod
@@ -214,7 +220,10 @@ class ExploreConfig:
                 schedule=tuple(tuple(c) for c in doc.get("schedule", ())),
                 protect_readers=bool(doc.get("protect_readers", False)),
                 accepted=tuple((a["property"], tuple(a.get("writers", ())), a["reason"])
-                               for a in doc.get("accepted", ())))
+                               for a in doc.get("accepted", ())),
+                sinks=tuple((int(x["writer"]), int(x.get("restarts", 1)),
+                             tuple(x.get("restart", ("checkpoint",))))
+                            for x in doc.get("sinks", ())))
         except KeyError as e:
             raise InputError(f"malformed configuration: missing key {e.args[0]!r} (an "
                              f"exploration configuration needs profile, table.schema and "
@@ -367,10 +376,47 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
         writers.append(WriterProgram(f"w{i}", entries))
     per_writer = {f"w{i}": cfg.profile_of(i) for i in range(1, len(cfg.writers) + 1)
                   if cfg.profile_of(i) != cfg.profile}
+    sinks = tuple(sink_spec(cfg, i, restarts, kinds, writers, path)
+                  for i, restarts, kinds in cfg.sinks)
     return ModelConfig(table, tuple(writers), cfg.catalog, cfg.faults, cfg.crashes, setup,
                        planner=make_planner(cfg.profile, per_writer), fuse_local_steps=True,
                        phantom_failures=cfg.phantom_failures,
-                       schedule=tuple((kind, f"w{i}", f"w{j}") for kind, i, j in cfg.schedule))
+                       schedule=tuple((kind, f"w{i}", f"w{j}") for kind, i, j in cfg.schedule),
+                       sinks=sinks)
+
+
+#: restarts a sink may make: each multiplies what the search explores
+MAX_SINK_RESTARTS = 3
+
+
+def sink_spec(cfg: ExploreConfig, i: int, restarts: int, kinds: tuple[str, ...],
+              writers: list, path: str):
+    """Writer ``w{i}`` as a streaming sink of its engine (models/lifecycle.py): its engine
+    must run one (Flink, Spark Structured Streaming) and its batches must be INSERTs, the
+    appends a streaming sink commits (upsert and overwrite sinks are not modelled yet)."""
+    from icecheck.models import lifecycle as life
+    from icecheck.models.commands_spec import INSERT
+    if not 1 <= i <= len(writers):
+        raise InputError(f"sink writer w{i}: there are {len(writers)} writers", path)
+    if not 0 <= restarts <= MAX_SINK_RESTARTS:
+        raise InputError(f"a sink restarts 0 to {MAX_SINK_RESTARTS} times, not {restarts}", path)
+    if not kinds:
+        raise InputError("a sink needs at least one way to restart it", path)
+    profile = get_profile(cfg.profile_of(i))
+    mode = life.mode_of(profile.engine)
+    if mode is None:
+        raise InputError(f"profile {profile.name} ({profile.engine}) runs no streaming sink the "
+                         f"model knows: a sink's profile is a Flink or a Spark one", path)
+    for k in kinds:
+        if k not in life.RESTART_KINDS[mode]:
+            raise InputError(f"a {mode} sink restarts {', '.join(life.RESTART_KINDS[mode])}, "
+                             f"not {k!r}", path)
+    for entry in writers[i - 1].entries:
+        for c in entry:
+            if getattr(c, "kind", None) != INSERT:
+                raise InputError(f"a streaming sink's batches are INSERTs (the appends it "
+                                 f"commits); {c.kind} is not modelled for a sink yet", path)
+    return life.SinkSpec(f"w{i}", mode, restarts, tuple(kinds) or (life.CHECKPOINT,))
 
 
 def mix_config(profile: str, writers: int = 2, ops_per_writer: int = 1,

@@ -271,7 +271,10 @@ def _writer_part(w, fp: Fingerprinter, p) -> tuple:
     return (fp.str_code(w.name, p), w.attempt,
             tuple(d(r, p) if r.applied or r.outcome == S.COMMITTED
                   else (r.index, r.outcome, r.attempts) for r in w.history),
-            None if w.phantom_id is None else (p.int_(w.phantom_id), d(w.operation, p)))
+            None if w.phantom_id is None else (p.int_(w.phantom_id), d(w.operation, p)),
+            # a streaming sink: whether it finished its source (properties/delivery.py judges
+            # only those) and its restarts (never permuted: sinks are no writer's twin)
+            None if w.sink is None else (w.phase == S.DONE, repr(w.sink.restarts)))
 
 
 def _part_name(part: tuple) -> int:

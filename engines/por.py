@@ -59,7 +59,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from icecheck.models.system import (BEGIN, CAS, CAS_APPLIED_FAILED, CAS_NOT_APPLIED,
-                                    CAS_REPLY_LOST, CRASH, REFRESH, WRITE, Action)
+                                    CAS_REPLY_LOST, CRASH, REFRESH, RESTART, WRITE, Action)
 
 # cas_applied_failed swaps the pointer too (the catalog applied the commit; only its answer
 # was a failure): left out of both sets until issue 45, the reduced search put to sleep the
@@ -68,7 +68,9 @@ POINTER_WRITERS = frozenset({CAS, CAS_REPLY_LOST, CAS_APPLIED_FAILED})
 # ``write`` is a step of its own only where a writer may expire snapshots (``Model.
 # _split_write``): it reads which files an expiry deleted, which an expiry's swap changes, so
 # it is dependent on the swaps like a pointer reader
-POINTER_READERS = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_APPLIED_FAILED, WRITE})
+# a streaming sink's restart reads what it committed from the table's head (models/lifecycle.py)
+POINTER_READERS = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_APPLIED_FAILED, WRITE,
+                             RESTART})
 LOCAL = frozenset({CAS_NOT_APPLIED, CRASH})
 
 

@@ -79,6 +79,8 @@ def symmetry_classes(cfg) -> list[list[int]]:
     # a job a schedule constraint names is not interchangeable with its twin: the constraint
     # tells them apart (models/schedule.py)
     scheduled = {i for c in getattr(cfg, "schedule", ()) for i in c[1:]}
+    # a streaming sink runs a lifecycle its twin may not share (models/lifecycle.py)
+    scheduled |= {s[0] for s in getattr(cfg, "sinks", ())}
     norm = []
     for i, prog in enumerate(cfg.writers, 1):
         text = repr(prog)

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from . import catalog as cat
 from . import expire as exp
+from . import lifecycle as life
 from . import refs as refs_
 from . import cherrypick as pick_
 from . import rewrite_manifests as rwm_
@@ -76,11 +77,15 @@ CAS_NOT_APPLIED = "cas_not_applied"    # the swap did not apply, and the writer 
 # commit whose first attempt had applied, or a catalog bug): the writer retries
 CAS_APPLIED_FAILED = "cas_applied_failed"
 CRASH = "crash"
+# a streaming sink that failed starts again (models/lifecycle.py): choice k is the k-th way its
+# pipeline restarts it; it reads the table's head (what the sink committed before)
+RESTART = "restart"
 ACTION_KINDS = (BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS, CAS_REPLY_LOST,
-                CAS_NOT_APPLIED, CRASH, CAS_APPLIED_FAILED)
+                CAS_NOT_APPLIED, CRASH, CAS_APPLIED_FAILED, RESTART)
 #: the steps that read the table's head: the catalog entry, and the metadata file it points at
 #: (``Model._step_key``); the others read only their writer's own paths
-READS_HEAD = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_NOT_APPLIED, CAS_APPLIED_FAILED})
+READS_HEAD = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_NOT_APPLIED, CAS_APPLIED_FAILED,
+                        RESTART})
 NEXT_PHASE_ACTION = {SCANNED: WRITE, WRITTEN: REFRESH, REFRESHED: VALIDATE,
                      VALIDATED: WRITE_METADATA, PREPARED: CAS}
 
@@ -103,6 +108,12 @@ def new_token() -> tuple:
 
 
 _HOST_TAG = uuid.uuid4().hex
+
+#: the fields of an operation in flight, as a writer has them between operations
+_CLEARED = dict(intent=None, base_path=None, base_snapshot_id=None, operation=None,
+                refreshed_path=None, pending_path=None, pending_snapshot_id=None, attempt=0,
+                phantom_id=None, written=(), whole=None, groups_left=(), group_ids=(),
+                group_failures=(), filter_cache=(), pending_cache=())
 
 
 @dataclass(frozen=True, order=True)
@@ -188,6 +199,8 @@ class WriterState:
     # other fields (its base, operation and filter_cache), so it is left out of digests
     filter_cache: tuple = field(default=(), metadata={"digest_omit_default": True})
     pending_cache: tuple = field(default=(), metadata={"digest_omit": True})
+    # a streaming sink's run (models/lifecycle.py SinkState): None for every other writer
+    sink: Any = field(default=None, metadata={"digest_omit_default": True})
 
     @property
     def active(self) -> bool:
@@ -317,6 +330,8 @@ class ModelConfig:
     phantom_failures: bool = False
     # which jobs may not overlap or run in sequence (models/schedule.py): ((kind, a, b), ...)
     schedule: tuple = ()
+    # the writers that run as streaming sinks, crash and restart (models/lifecycle.SinkSpec)
+    sinks: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -434,6 +449,7 @@ class Model:
         self._schedule = tuple(config.schedule)   # see action_parts
         #: does the table set commit.retry.num-retries itself? (see _retries)
         self._table_retries = "commit.retry.num-retries" in dict(config.table.properties)
+        self._sinks = {s.writer: s for s in config.sinks}   # see models/lifecycle.py
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -467,7 +483,9 @@ class Model:
             store = store.put_all(dict(produced.objects))
             meta = produced.metadata
             catalog = cat.CatalogState(meta.path, meta.version)
-        writers = tuple(WriterState(p.name, slot) for slot, p in enumerate(self.config.writers, 1))
+        writers = tuple(WriterState(p.name, slot, sink=life.SinkState()
+                                    if p.name in self._sinks else None)
+                        for slot, p in enumerate(self.config.writers, 1))
         return State(catalog, store, writers)
 
     # -- actions --------------------------------------------------------------------------
@@ -504,7 +522,8 @@ class Model:
         got = wd.get("_icecheck_acts")
         if got is not None and got[0] is self._actions_tag:
             return got[1]
-        key = (w.name, w.phase, w.op_index, w.whole is None)
+        key = (w.name, w.phase, w.op_index, w.whole is None,
+               None if w.sink is None else life.actions_key(w.sink))
         got = self._writer_actions.get(key)
         if got is None:
             got = self._writer_actions[key] = tuple(self._enabled(w))
@@ -512,6 +531,8 @@ class Model:
         return got
 
     def _enabled(self, w: WriterState) -> list[Action]:
+        if w.sink is not None:
+            return self._sink_enabled(w)
         if w.phase == IDLE:
             entries = self.programs[w.name].entries
             if w.op_index >= len(entries):
@@ -527,6 +548,28 @@ class Model:
         if self.config.crashes:
             out.append(Action(w.name, CRASH))
         return out
+
+    def _sink_enabled(self, w: WriterState) -> list[Action]:
+        """A streaming sink's actions (models/lifecycle.py): it begins its next batch while the
+        source has one, may fail at any point (while its failures stay within the restarts
+        its pipeline allows: between batches and after the last one too, since a streaming
+        job keeps running), and once down, restarts in one of the ways its pipeline allows."""
+        spec, sink = self._sinks[w.name], w.sink
+        if w.phase == CRASHED:
+            return [Action(w.name, RESTART, i) for i in life.enabled_restarts(spec, sink)]
+        crash = [Action(w.name, CRASH, i) for i in life.crash_choices(spec, sink)]
+        if w.phase in (IDLE, DONE):
+            entries = self.programs[w.name].entries
+            if w.phase == IDLE and sink.next_batch < len(entries):
+                return [Action(w.name, BEGIN, i)
+                        for i in range(len(entries[sink.next_batch]))] + crash
+            return crash
+        out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
+        if w.phase == PREPARED and self.config.faults:
+            out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
+        if w.phase == PREPARED and self.config.phantom_failures and w.whole is None:
+            out.append(Action(w.name, CAS_APPLIED_FAILED))
+        return out + crash
 
     # -- step -----------------------------------------------------------------------------
     def step(self, state: State, action: Action) -> State:
@@ -717,7 +760,7 @@ class Model:
             if not (isinstance(path, str) and path in state.store.deleted):
                 raise
             if w.phase == IDLE:
-                w = replace(w, intent=self.programs[w.name].entries[w.op_index][action.choice],
+                w = replace(w, intent=self._program_intent(w, action.choice),
                             base_snapshot_id=state.metadata.current_snapshot_id)
             return self._finish(state, w, READ_FAILED,
                                 f"Failed to open input stream for file: {path}", "not_found")
@@ -764,14 +807,52 @@ class Model:
         record = OpRecord(w.op_index, w.intent, w.operation, outcome, message, check,
                           w.base_snapshot_id, snapshot_id, seq, w.attempt + 1, applied,
                           snapshot_ids)
+        if w.sink is not None:
+            phase, sink = self._sink_after(w, outcome)
+            done = replace(w, phase=phase, op_index=w.op_index + 1, history=w.history + (record,),
+                           sink=sink, **_CLEARED)
+            return self._put_writer(state, done, store, catalog)
         more = w.op_index + 1 < len(self.programs[w.name].entries)
-        done = replace(w, phase=IDLE if more else DONE, op_index=w.op_index + 1, intent=None,
-                       base_path=None, base_snapshot_id=None, operation=None, refreshed_path=None,
-                       pending_path=None, pending_snapshot_id=None, attempt=0,
-                       history=w.history + (record,), phantom_id=None, written=(), whole=None,
-                       groups_left=(), group_ids=(), group_failures=(), filter_cache=(),
-                       pending_cache=())
+        done = replace(w, phase=IDLE if more else DONE, op_index=w.op_index + 1,
+                       history=w.history + (record,), **_CLEARED)
         return self._put_writer(state, done, store, catalog)
+
+    def _program_intent(self, w: WriterState, choice: int) -> Any:
+        """The command the writer's program runs next: its next operation's, or for a streaming
+        sink the next batch of its source (models/lifecycle.py)."""
+        entries = self.programs[w.name].entries
+        return entries[w.sink.next_batch if w.sink is not None else w.op_index][choice]
+
+    def _sink_after(self, w: WriterState, outcome: str) -> tuple[str, Any]:
+        """(phase, sink state) of a streaming sink whose commit ended with ``outcome``."""
+        spec = self._sinks[w.name]
+        if not isinstance(w.intent, life.SinkCommit):   # failed before it was a commit
+            return CRASHED, life.crashed(w.sink)
+        sink, down = life.finished(spec, w.sink, w.intent, outcome,
+                                   committed=outcome == COMMITTED, skipped=outcome == NOOP)
+        if down:
+            return CRASHED, sink
+        return (IDLE if sink.next_batch < len(self.programs[w.name].entries) else DONE), sink
+
+    def _restart(self, state: State, w: WriterState, a: Action) -> State:
+        """A failed streaming sink starts again (models/lifecycle.py ``restart``): from the
+        checkpoint its restart restores, reading what it committed from the table's head;
+        Flink first commits what that checkpoint holds and the table does not show."""
+        spec = self._sinks[w.name]
+        head = state.metadata
+        sink, commit, failed = life.restart(spec, w.sink, spec.kinds[a.choice], head)
+        if failed is not None:       # the job failed as it started: it is down again
+            return self._put_writer(state, replace(w, sink=sink))
+        if commit is None:
+            more = sink.next_batch < len(self.programs[w.name].entries)
+            return self._put_writer(state, replace(w, phase=IDLE if more else DONE, sink=sink))
+        intent, operation = commit
+        w = replace(w, phase=SCANNED, sink=sink, intent=intent, base_path=head.path,
+                    base_snapshot_id=head.current_snapshot_id, operation=operation, attempt=0)
+        state = self._put_writer(state, w)
+        if self.config.fuse_local_steps:
+            state = self._write(state, w, a)
+        return state
 
     def _finish_groups(self, state: State, w: WriterState, ids: tuple, fails: tuple, store,
                        catalog) -> State:
@@ -807,7 +888,7 @@ class Model:
                             snapshot_ids=all_ids)
 
     def _begin(self, state: State, w: WriterState, a: Action) -> State:
-        intent = self.programs[w.name].entries[w.op_index][a.choice]
+        intent = self._program_intent(w, a.choice)
         base = state.metadata
         if isinstance(intent, Operation):
             operation = intent
@@ -824,6 +905,10 @@ class Model:
                 scanned = replace(w, intent=intent, base_snapshot_id=base.current_snapshot_id)
                 return self._finish(state, scanned, VALIDATION_FAILED, operation.message,
                                     operation.check)
+        if w.sink is not None and not isinstance(intent, Operation):
+            # a streaming sink commits its batch as its engine stamps it (models/lifecycle.py)
+            intent, operation, sink = life.begin(self._sinks[w.name], w.sink, intent, operation)
+            w = replace(w, sink=sink)
         if operation.kind == REWRITE_MANIFESTS and not operation.manifest_rewrite:
             # a raw rewrite_manifests is planned as Spark's action plans it: on the snapshot
             # it starts from (models/rewrite_manifests.py); nothing to rewrite, no commit
@@ -906,11 +991,24 @@ class Model:
             # (observed on PyIceberg 0.12.0); a file is never written again under a path
             return self._finish(state, w, READ_FAILED, f"File does not exist: {shared}",
                                 "not_found")
+        if w.sink is not None:
+            # the batch's files, then Flink's checkpoint of them (models/lifecycle.py)
+            files = {f.path: f for f in life.written_files(w.sink)}
+            sink = life.checkpointed(self._sinks[w.name], w.sink, w.intent)
+            return self._put_writer(state, replace(w, phase=WRITTEN, sink=sink),
+                                    store=state.store.put_all(files))
         files = {f.path: f for f in op.add_data + op.add_deletes}
         return self._put_writer(state, replace(w, phase=WRITTEN), store=state.store.put_all(files))
 
     def _refresh(self, state: State, w: WriterState, a: Action) -> State:
         pointer = state.catalog.pointer
+        if w.sink is not None and w.attempt == 0:
+            # a streaming sink decides whether the batch is already committed (Flink from what
+            # it remembers, Spark from the table's summaries: models/lifecycle.py)
+            skip = life.skip_message(self._sinks[w.name], w.sink, w.intent,
+                                     state.metadata_at(pointer))
+            if skip is not None:
+                return self._finish(state, w, NOOP, skip)
         if w.attempt == 0 and not w.operation.validations.validate_on_first_attempt \
                 and not w.operation.no_snapshot:
             # PyIceberg: the first attempt swaps against the metadata it started from, with no
@@ -1274,6 +1372,11 @@ class Model:
                             snapshot_ids=self._transaction_ids(w))
 
     def _crash(self, state: State, w: WriterState, a: Action) -> State:
+        if not w.active:
+            # a streaming sink that fails between commits, or after its last one (a streaming
+            # job keeps running): nothing in flight (models/lifecycle.py)
+            return self._put_writer(state, replace(w, phase=CRASHED,
+                                                   sink=life.crashed(w.sink, a.choice)))
         # a partial-progress compaction keeps the commits it made before the crash
         last_id, last_seq = w.group_ids[-1] if w.group_ids else (None, None)
         applied = bool(w.group_ids)
@@ -1291,6 +1394,12 @@ class Model:
         record = OpRecord(w.op_index, w.intent, w.whole or w.operation, CRASHED,
                           f"crashed while {w.phase}", None, w.base_snapshot_id, last_id,
                           last_seq, w.attempt + 1, applied, ids)
+        if w.sink is not None:
+            # a streaming sink is restarted (RESTART): its next operation is a new one
+            crashed = replace(w, phase=CRASHED, op_index=w.op_index + 1,
+                              history=w.history + (record,), sink=life.crashed(w.sink),
+                              **_CLEARED)
+            return self._put_writer(state, crashed)
         crashed = replace(w, phase=CRASHED, history=w.history + (record,))
         return self._put_writer(state, crashed)
 

@@ -73,6 +73,8 @@ class Outcome:
     inconclusive: str = ""       # why the verdict is not proven (a cut search)
     seconds: float = 0.0
     stuck: tuple[str, ...] = ()  # jobs that commit all their commands in no run (exhaustive)
+    # what no property judges but a team must know (a streaming job that cannot restart)
+    warnings: tuple[str, ...] = ()
 
     @property
     def failed(self) -> list[Anomaly]:
@@ -112,7 +114,8 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
                       if v.property not in res.violations]
             return Outcome(f"{EXHAUSTIVE}: {res.states:,} states, every interleaving and "
                            f"choice", True, res.states, found,
-                           seconds=time.monotonic() - start, stuck=_stuck(p, res.outcomes))
+                           seconds=time.monotonic() - start, stuck=_stuck(p, res.outcomes),
+                           warnings=_warnings(p, res.reached))
         why = ("its next level would pass bounds.max_states="
                f"{p.max_states:,}" if res.stopped in (None, "max states")
                else f"stopped: {res.stopped}")
@@ -132,6 +135,25 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
     if h.timed_out:
         how += "; cut by the time budget"
     return Outcome(how, False, states, found, cut, time.monotonic() - start)
+
+
+def _warnings(p: Pipeline, reached) -> tuple[str, ...]:
+    """Outages no property judges (they lose or duplicate no row by themselves), from the
+    events the search reached (properties/reachability.py)."""
+    out = []
+    if reached.get("sink_restore_failed"):
+        sinks = [p.jobs[i - 1][0] for i, _, _ in p.config.sinks]
+        who = f"the job `{sinks[0]}`" if len(sinks) == 1 else "a streaming job"
+        out.append(f"{who} can fail to restart for good: in some runs, restored from its "
+                   f"latest checkpoint, it finds the commit of that checkpoint no longer among "
+                   f"the snapshots along main (an expiry removed them), so it must commit the "
+                   f"checkpoint again, but its committer deleted the checkpoint's temporary "
+                   f"manifest once the commit succeeded: every restore fails (\"Failed to open "
+                   f"input stream for file\", apache/iceberg#5846). It stays down until an "
+                   f"operator redeploys it without state. Keep more snapshots than its commits "
+                   f"can fall behind by (retain_last), or expire by age well beyond its longest "
+                   f"outage.")
+    return tuple(out)
 
 
 def _stuck(p: Pipeline, outcomes: set) -> tuple[str, ...]:
@@ -310,6 +332,8 @@ def report_md(p: Pipeline, outcome: Outcome, stale: list, run_id: str) -> str:
     lines += ["", "## What was checked", ""] + checked_lines(p, outcome) + [""]
     if outcome.inconclusive:
         lines += ["## Inconclusive", "", outcome.inconclusive, ""]
+    for w in outcome.warnings:
+        lines += ["## Warning", "", w, ""]
     if not outcome.anomalies:
         lines.append("No anomaly: every property held." if outcome.complete
                      else "No anomaly found (not proven absent).")
@@ -373,6 +397,7 @@ def as_json(p: Pipeline, outcome: Outcome, stale: list, run_id: str,
            "complete": outcome.complete, "inconclusive": outcome.inconclusive or None,
            "passed": outcome.passed,
            "jobs": [{"name": n, "profile": prof} for n, prof in p.jobs],
+           "warnings": list(outcome.warnings),
            "anomalies": [], "stale_acceptances": [s.describe() for s in stale],
            "expired_acceptances": [a.describe() for a in p.acceptances if a.expired]}
     for a in outcome.anomalies:
@@ -427,6 +452,8 @@ def _terminal(p: Pipeline, outcome: Outcome, stale: list, out) -> None:
         out("  " + line[2:])
     if outcome.inconclusive:
         out(f"\nINCONCLUSIVE: {outcome.inconclusive}")
+    for w in outcome.warnings:
+        out(f"\nWARNING: {w}")
     shown: dict[tuple, Anomaly] = {}     # a run's actions -> the anomaly that showed it
     for a in outcome.anomalies:
         out(f"\n{a.verdict.upper()}: {a.property} (jobs: {', '.join(a.jobs)})")

@@ -25,7 +25,8 @@ from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_f
 
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds",
             "schedule", "accept"}
-JOB_KEYS = {"name", "profile", "program"}
+JOB_KEYS = {"name", "profile", "program", "sink"}
+SINK_KEYS = {"restarts", "restart"}
 BOUND_KEYS = {"max_states", "max_examples", "seed", "search"}
 ACCEPT_KEYS = {"anomaly", "jobs", "reason", "until"}
 #: bounds.search: ``exhaustive`` (the default) proves an absence or ends INCONCLUSIVE when the
@@ -295,6 +296,41 @@ def _accept(doc: dict, names: list[str], path: str, today: datetime.date) -> tup
     return tuple(out)
 
 
+def _sink(job: dict, i: int, profile: str, path: str) -> tuple[int, int, tuple[str, ...]]:
+    """A job's ``sink:`` (models/lifecycle.py): the job is a streaming sink whose program is its
+    source's batches (one checkpoint or micro-batch each, in order), which may fail
+    ``restarts`` times and is restarted in the ways ``restart`` lists."""
+    from icecheck.engines.config import MAX_SINK_RESTARTS
+    from icecheck.models import lifecycle as life
+    line = _line(job, "sink")
+    node = job["sink"]
+    if node is None or node is True:
+        node = {}
+    node = _mapping(node, f"jobs[{i - 1}].sink", path, SINK_KEYS, line)
+    mode = life.mode_of(get_profile(profile).engine)
+    if mode is None:
+        raise InputError(f"jobs[{i - 1}].sink: profile {profile} runs no streaming sink the model "
+                         f"knows (Flink's FlinkSink, Spark Structured Streaming)", path, line)
+    restarts = _int(node, "restarts", 1, 0, MAX_SINK_RESTARTS, path, f"jobs[{i - 1}].sink")
+    kinds = node.get("restart", [life.CHECKPOINT])
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    allowed = life.RESTART_KINDS[mode]
+    if not isinstance(kinds, list) or not kinds or any(k not in allowed for k in kinds):
+        raise InputError(f"jobs[{i - 1}].sink.restart lists how the job is restarted: one or "
+                         f"more of {', '.join(allowed)} for a {mode} sink, not {kinds!r}", path,
+                         _line(node, "restart") or line)
+    program = job["program"]
+    for n, command in enumerate(program):
+        options = command.get("any") if "any" in command else [command]
+        for c in options:
+            if str(c.get("sql", "")).upper() != "INSERT":
+                raise InputError(f"jobs[{i - 1}] is a streaming sink: each program entry is one "
+                                 f"batch its source delivers, an INSERT (the appends a sink "
+                                 f"commits), not {c.get('sql')!r}", path, _line(program, n))
+    return i, restarts, tuple(dict.fromkeys(kinds))
+
+
 def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     """``today`` decides which acceptances have expired (default: the machine's date)."""
     today = today or datetime.date.today()
@@ -332,7 +368,7 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     if len(jobs_node) > 9:
         raise InputError(f"{len(jobs_node)} jobs; a pipeline explores at most 9", path,
                          _line(doc, "jobs"))
-    jobs, programs, profiles = [], [], []
+    jobs, programs, profiles, sinks = [], [], [], []
     external: dict[str, tuple] = {}     # ADD_FILES: file -> (its rows, the line it was named at)
     for i, job in enumerate(jobs_node, 1):
         job = _mapping(job, f"jobs[{i - 1}]", path, JOB_KEYS, _line(jobs_node, i - 1))
@@ -379,6 +415,8 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
             for a in alts:
                 _one_file_one_content(a, external, path, line)
             entries.append((line, tuple(_freeze(a) for a in alts)))
+        if "sink" in job:
+            sinks.append(_sink(job, i, profile, path))
         jobs.append((str(job.get("name", f"job{i}")), profile))
         programs.append(entries)
         profiles.append(profile)
@@ -396,7 +434,8 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
         phantom_failures=catalog.get("applied_failed", False),
         key=str(doc.get("key", next(iter(schema)))),
         name=str(doc.get("name", path)),
-        writer_profiles=tuple("" if p == profiles[0] else p for p in profiles))
+        writer_profiles=tuple("" if p == profiles[0] else p for p in profiles),
+        sinks=tuple(sinks))
     # each command on its own line first, so a bad one names the line it is on
     table = None
     try:

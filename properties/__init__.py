@@ -17,8 +17,8 @@ import networkx as nx
 
 from icecheck.models.system import Model, State
 
-from . import (consistent, dangling, duplicates, integrity, isolation, lost_write, reachability,
-               readable, undelete)
+from . import (consistent, dangling, delivery, duplicates, integrity, isolation, lost_write,
+               reachability, readable, undelete)
 from .analysis import EvalMemo, analyze
 from .expectations import Expectation, expectation, split_expected
 from .reachability import EVENTS, SITUATIONS
@@ -39,6 +39,7 @@ __all__ = ["EvalMemo", "Violation", "PROPERTIES", "evaluate", "reached", "commit
 _CHECKS = (
     ("lost_write", lost_write.check_catalog, False),
     ("lost_write", lost_write.check_rows, True),
+    ("lost_write", delivery.check, False),
     ("undelete", undelete.check, True),
     ("dangling_deletes", dangling.check, True),
     ("duplicate_keys", duplicates.check, True),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .analysis import Analysis
 from .common import jsonable, rows_text
+from .delivery import redelivery
 from .violation import VIOLATION, Violation
 
 
@@ -41,6 +42,9 @@ def check(a: Analysis) -> list[Violation]:
         left = a.deletes_left_dangling(m.position)
         if left:
             why += " " + a.dangling_text(m.position, left)
+        again = redelivery(a, m.position, m.actual)
+        if again:
+            why += again[0]
         twice = a.files_added_twice(m.position, m.actual)
         if twice:
             why += " " + twice[0]
@@ -63,5 +67,8 @@ def check(a: Analysis) -> list[Violation]:
              "based_on_lost_commit": bool(set(writers) & a.oracle.stale_ops),
              "deletes_dropped_by_rewrite": bool(dropped),
              "deletes_left_dangling": bool(left),
-             "file_added_twice": bool(twice)}))
+             "file_added_twice": bool(twice),
+             # a streaming sink delivered a batch again after this kind of restart
+             # (properties/delivery.py), or None
+             "sink_redelivery": again[1] if again else None}))
     return out

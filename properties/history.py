@@ -72,7 +72,7 @@ def where_selects(h: "History", op: Op | None, rows, kinds) -> bool | None:
 
 
 def describe_intent(intent: Any) -> str:
-    if isinstance(intent, Command):
+    if isinstance(intent, Command) or hasattr(intent, "describe"):
         return str(intent)
     kind = getattr(intent, "kind", None)
     if getattr(intent, "ops", ()):

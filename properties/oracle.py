@@ -37,6 +37,7 @@ from icecheck.models.commands_spec import (ADD_FILES, COMPACT, DELETE, INSERT, M
                                            OVERWRITE_PARTITIONS, REWRITE_MANIFESTS, UPDATE,
                                            UPSERT, Command)
 from icecheck.models.files import EQUALITY_DELETES
+from icecheck.models.lifecycle import SINK_COMMIT, SinkCommit
 from icecheck.models.filters import And, Cmp, In, Or, eval_row
 
 from .history import History, Op
@@ -158,8 +159,9 @@ def memo_effect(h: History, op: Op, kf: KeyFn) -> Effect:
     modified once built."""
     memo = h.memo
     intent = op.intent
-    if memo is None or getattr(intent, "kind", None) in (ops.CHERRY_PICK, ADD_FILES):
-        # (an ADD_FILES' effect reads the version it committed onto, not only its base)
+    if memo is None or getattr(intent, "kind", None) in (ops.CHERRY_PICK, ADD_FILES, SINK_COMMIT):
+        # (an ADD_FILES' effect reads the version it committed onto, not only its base; a
+        # streaming sink's commit, what the sink delivered before it on the lineage)
         return effect_of(h, op, kf)
     content = memo.content
     planned = op.record.operation if op.record is not None else None
@@ -181,11 +183,32 @@ def _parent_data_paths(h: History, op: Op) -> frozenset:
     return frozenset() if parent is None else h.file_facts(parent)[0]
 
 
+def _delivered_before(h: History, op: Op) -> frozenset:
+    """The batches of ``op``'s sink that commits before it on the lineage delivered."""
+    end = op.position if op.position is not None else len(h.lineage_ops)
+    out = set()
+    for other in h.lineage_ops[:end]:
+        intent = getattr(other, "intent", None)
+        if isinstance(intent, SinkCommit) and intent.sink == op.intent.sink:
+            out.update(intent.batches)
+    return frozenset(out)
+
+
 def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
     intent = op.intent
     eff = Effect()
     table = h.model.table
     schema = table.schema
+    if isinstance(intent, SinkCommit):
+        # exactly-once delivery: each batch of the sink's source appends its rows once; a
+        # batch the sink already delivered on the lineage before this commit adds nothing, so
+        # the table holding its rows again is a duplicate (models/lifecycle.py)
+        before = _delivered_before(h, op)
+        for batch, cmd in zip(intent.batches, intent.commands):
+            if batch not in before:
+                for r in cmd.rows:
+                    eff.appends.setdefault(kf(r), []).append(tuple(r))
+        return eff
     if isinstance(intent, Command):
         kind = intent.kind
         if kind in (COMPACT, REWRITE_MANIFESTS):

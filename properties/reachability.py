@@ -8,6 +8,7 @@ that make it non-vacuous (the situation the property guards).
 from __future__ import annotations
 
 from icecheck.models.commands_spec import DELETE, Command
+from icecheck.models.lifecycle import SinkCommit
 from icecheck.models.system import (COMMIT_FAILED, COMMIT_UNKNOWN, COMMITTED, CRASHED, NOOP,
                                     VALIDATION_FAILED)
 
@@ -44,6 +45,10 @@ EVENTS: dict[str, str] = {
     "dependency_cycle": "the dependency graph has a cycle",
     "off_lineage_commit": "an acknowledged commit is missing from the current lineage",
     "files_deleted": "snapshot expiry deleted objects from the object store",
+    "sink_restart": "a streaming sink failed and was restarted",
+    "sink_skipped_committed": "a streaming sink found a batch already committed and skipped it",
+    "sink_restore_failed": "a streaming sink could not restart: its checkpoint needed a file "
+                           "its committer had deleted",
 }
 
 SITUATIONS: dict[str, tuple[str, ...]] = {
@@ -81,9 +86,15 @@ def reached(a: Analysis) -> set[str]:
             ev.add("unknown_outcome")
         if r.outcome == CRASHED:
             ev.add("crash")
+        if r.outcome == NOOP and isinstance(op.intent, SinkCommit):
+            ev.add("sink_skipped_committed")
     for w in h.state.writers:
         if w.attempt > 0:
             ev.add("lost_race")
+        if w.sink is not None and w.sink.restarts:
+            ev.add("sink_restart")
+            if any(len(r) > 5 for r in w.sink.restarts):
+                ev.add("sink_restore_failed")
     if h.state.store.deleted:
         ev.add("files_deleted")
     lineage_ids = {s.snapshot_id for s in h.lineage}

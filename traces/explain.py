@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from icecheck.models import lifecycle as life
 from icecheck.models.filters import eval_row
 from icecheck.models.reads import read_rows
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, COMMIT_FAILED,
                                     COMMIT_UNKNOWN, COMMITTED, CRASH, NOOP, READ_FAILED, REFRESH,
-                                    VALIDATION_FAILED, WRITE, Action, Model, State, WriterState)
+                                    RESTART, VALIDATION_FAILED, WRITE, Action, Model, State,
+                                    WriterState)
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ def step_event(model: Model, key: str, before: State, action: Action, after: Sta
                          f"{name} began {what} at {at}" + (f" and {read}" if read else ""))
 
     if action.kind == REFRESH:
+        if rec is not None and rec.outcome == NOOP:
+            # a streaming sink found its batch already committed (models/lifecycle.py)
+            return StepEvent(name, f"refresh: skipped ({rec.message})",
+                             f"{name} skipped its {_what(wb)}: {rec.message}")
         if rec is not None and rec.outcome == VALIDATION_FAILED:
             base = _snap_of_path(before, before.catalog.pointer)
             return StepEvent(name, f"refresh @{base}: VALIDATION FAILED ({rec.check})",
@@ -160,7 +166,19 @@ def step_event(model: Model, key: str, before: State, action: Action, after: Sta
                          f"{name}'s tasks read the files it planned and wrote its new ones")
 
     if action.kind == CRASH:
+        spec = getattr(model, "_sinks", {}).get(name)
+        text = life.crash_text(spec, wb.sink, action.choice) if spec is not None else None
+        if text is not None:
+            return StepEvent(name, "CRASH (before the commit log)", f"{name} {text}")
+        if spec is not None and not wb.active:
+            return StepEvent(name, "CRASH (between commits)",
+                             f"{name} crashed between commits")
         return StepEvent(name, f"CRASH (while {wb.phase})", f"{name} crashed while {wb.phase}")
+
+    if action.kind == RESTART:
+        spec = model._sinks[name]
+        return StepEvent(name, f"RESTART ({spec.kinds[action.choice]})",
+                         f"{name} {life.restart_text(spec, wa.sink)}", table)
 
     return StepEvent(name, action.kind, f"{name} ran {action.kind}", table)
 
