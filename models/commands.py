@@ -314,6 +314,13 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
     names = _Names(writer.name, writer.op_index + 1)
     snapshot = base.current
     store = state.store
+    if cmd.select is not None:
+        # INSERT OVERWRITE t SELECT ... FROM t: the rows derive from the base's (models/rmw.py)
+        from .rmw import plan_select
+        return plan_select(cmd, table, [r.values for r in read_rows(store, snapshot,
+                                                                    table.schema.names)],
+                           lambda c: plan(c, profile, state=state, base=base, writer=writer,
+                                          table=table))
 
     if cmd.kind == INSERT:
         return Operation(rule.operation, add_data=_group_files(table, list(cmd.rows), names),
@@ -680,6 +687,10 @@ def make_planner(profile_name: str, writer_profiles: dict[str, str] | None = Non
     def planner(cmd: Command, **kwargs: Any) -> Operation:
         writer = kwargs.get("writer")
         profile = per_writer.get(writer.name, default) if writer is not None else default
+        if getattr(cmd, "write_options", ()):
+            # the command's own write options (models/write_options.py)
+            from .write_options import apply
+            return apply(plan(cmd, profile, **kwargs), cmd, profile)
         return plan(cmd, profile, **kwargs)
 
     planner.profile = default  # type: ignore[attr-defined]

@@ -105,14 +105,16 @@ def compact_option_error(name: str, value) -> str | None:
     return None
 
 COMMAND_KEYS = {
-    INSERT: {"rows"},
+    INSERT: {"rows", "write_options"},
     DELETE: {"where"},
     UPDATE: {"where", "set"},
     MERGE: {"on", "rows", "where"},
     MERGE_INSERT: {"on", "rows"},
     COMPACT: {"where", "options"},
-    OVERWRITE: {"where", "rows"},
-    OVERWRITE_PARTITIONS: {"rows"},
+    # ``select`` instead of ``rows``: INSERT OVERWRITE t SELECT ... FROM t (models/rmw.py);
+    # ``write_options``: Spark's DataFrame write options (models/write_options.py)
+    OVERWRITE: {"where", "rows", "select", "write_options"},
+    OVERWRITE_PARTITIONS: {"rows", "where", "select", "write_options"},
     UPSERT: {"on", "rows", "deletes"},
     EXPIRE: {"retain_last"},
     REWRITE_POSITION_DELETES: set(),
@@ -139,6 +141,11 @@ class Command:
     deletes: tuple[Row, ...] = field(default=(), metadata={"digest_omit_default": True})
     # ADD_FILES: the external file's name (EXTERNAL_PREFIX + file is its path)
     file: str = field(default="", metadata={"digest_omit_default": True})
+    # OVERWRITE, OVERWRITE_PARTITIONS: rows derived from the command's own read
+    # (a models.rmw.Select; None: ``rows`` as given)
+    select: object = field(default=None, metadata={"digest_omit_default": True})
+    # Spark's write options, ((name, value), ...) sorted (models/write_options.py)
+    write_options: Pairs = field(default=(), metadata={"digest_omit_default": True})
 
     @property
     def check_duplicate_files(self) -> bool:
@@ -156,6 +163,12 @@ class Command:
         return dict(self.options).get(name, COMPACT_OPTIONS[name][1])
 
     def __str__(self) -> str:
+        if self.select is not None or self.write_options:
+            from .rmw import command_text
+            return command_text(self, self._text())
+        return self._text()
+
+    def _text(self) -> str:
         if self.kind == INSERT:
             return f"INSERT {len(self.rows)} row(s) {list(self.rows)}"
         if self.kind == DELETE:

@@ -759,6 +759,8 @@ def _check_supported(ctx, profile: str, command, node, table: TableConfig) -> No
     problem = property_conflict(get_profile(profile), command.kind, dict(table.properties))
     if problem:
         raise ctx.fail(problem, node, "command")
+    from .command_options import check_options_read
+    check_options_read(ctx, get_profile(profile), command, node.get("command"))
 
 
 def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
@@ -891,7 +893,8 @@ def parse_command(ctx, table, node, parent) -> Command:
     ctx.keys(node, COMMAND_KEYS[kind] | {"sql"}, f"a {kind} command")
     where = _filter(ctx, table, node, "where") if "where" in node else None
     rows = _rows(ctx, table, node["rows"], node, "rows") if "rows" in node else ()
-    if kind in (INSERT, MERGE, MERGE_INSERT, OVERWRITE_PARTITIONS, ADD_FILES) and not rows:
+    if kind in (INSERT, MERGE, MERGE_INSERT, OVERWRITE_PARTITIONS, ADD_FILES) and not rows \
+            and "select" not in node:
         raise ctx.fail(f"{kind} needs rows", node)
     if kind == UPSERT and not rows and not node.get("deletes"):
         raise ctx.fail("UPSERT needs rows or deletes", node)
@@ -968,5 +971,8 @@ def parse_command(ctx, table, node, parent) -> Command:
             if problem is not None:
                 raise ctx.fail(problem, onode, name)
         options = tuple(sorted(onode.items()))
-    return Command(kind, where, sets, rows, on, str(node.get("where", "")), options, deletes,
-                   file)
+    cmd = Command(kind, where, sets, rows, on, str(node.get("where", "")), options, deletes,
+                  file)
+    # select (rows derived from the command's read) and Spark's write options
+    from .command_options import with_select_and_options
+    return with_select_and_options(ctx, table, node, cmd)
