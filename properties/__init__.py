@@ -52,7 +52,8 @@ _CHECKS = (
 
 def _lineage_checks(a) -> tuple:
     """The violations of the lineage checks, one tuple per check of ``_CHECKS`` (in order)."""
-    return tuple(tuple(check(a)) for _, check, lineage in _CHECKS if lineage)
+    from .command_level import annotate   # a commit at its own isolation level
+    return tuple(tuple(annotate(a, check(a))) for _, check, lineage in _CHECKS if lineage)
 
 
 def evaluate(model: Model, state: State, key: str = "id",

@@ -179,9 +179,14 @@ def _matches(rule: dict, profile, catalog: str, fv: int, v: Violation) -> bool:
     if "profile" in rule and (profile is None or not any(fnmatch.fnmatchcase(profile, p)
                                                          for p in _as_list(rule["profile"]))):
         return False
-    if "isolation" in rule and (profile is None
-                                or _isolation_of(profile) not in _as_list(rule["isolation"])):
-        return False
+    if "isolation" in rule:
+        # a commit at its own level (a Spark overwrite's write option) is judged at that level
+        # (properties/command_level.py), any other at its profile's
+        level = (v.details or {}).get("command_isolation")
+        if level is None and profile is not None:
+            level = _isolation_of(profile)
+        if level not in _as_list(rule["isolation"]):
+            return False
     if "catalog" in rule and catalog not in _as_list(rule["catalog"]):
         return False
     if "format_version" in rule and int(fv) not in [int(x) for x in _as_list(rule["format_version"])]:
@@ -402,7 +407,8 @@ def _expectation(profile: str, catalog: str, format_version: int, violation: Vio
     dkeys = _detail_keys(rules)
     details = violation.details or {}
     key = (id(rules), profile, catalog, format_version, violation.property, violation.severity,
-           tuple((k, repr(details[k])) if k in details else (k,) for k in dkeys))
+           tuple((k, repr(details[k])) if k in details else (k,) for k in dkeys),
+           details.get("command_isolation"))
     got = _MEMO.get(key)
     if got is None or got[0] is not rules:
         if len(_MEMO) > 100_000:

@@ -211,6 +211,10 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         return eff
     if isinstance(intent, Command):
         kind = intent.kind
+        if intent.select is not None:
+            # INSERT OVERWRITE t SELECT ... FROM t: read-modify-write (properties/rmw.py)
+            from .rmw import rmw_effect
+            return rmw_effect(h, op, kf, eff)
         if kind in (COMPACT, REWRITE_MANIFESTS):
             eff.logical_noop = True
             return eff
