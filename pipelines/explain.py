@@ -79,6 +79,10 @@ def command_lines(p: Pipeline) -> list[str]:
                 sql = str(dict(alt).get("sql", "")).upper()
                 rule = rules.get(sql)
                 how = rule.summary() if rule is not None else "not modelled for this profile"
+                if rule is not None and dict(alt).get("write_options"):
+                    from icecheck.models.write_options import describe_options
+                    how += (" (the profile's); "
+                            + describe_options(sql, dict(dict(alt)["write_options"]), prof))
                 head = f"{n}." if k == 0 else f"{n}. or"
                 form = f" = {forms[sql]}" if sql in forms and k == 0 else ""
                 lines.append(f"  - {head} {job_text(_command(alt), names)}{form} -> {how}")

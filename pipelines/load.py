@@ -25,7 +25,7 @@ from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_f
 
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds",
             "schedule", "accept"}
-JOB_KEYS = {"name", "profile", "program", "sink"}
+JOB_KEYS = {"name", "profile", "program", "sink", "write_options"}
 SINK_KEYS = {"restarts", "restart"}
 BOUND_KEYS = {"max_states", "max_examples", "seed", "search"}
 ACCEPT_KEYS = {"anomaly", "jobs", "reason", "until"}
@@ -384,6 +384,10 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
             raise InputError(f"jobs[{i - 1}].program must be a non-empty list of commands",
                              path, _line(job, "program"))
         entries = []
+        # the job's write options (Spark's; pipelines/job_options.py), the commands it runs
+        from .job_options import check_command, check_job_options_used, job_options, \
+            with_job_options
+        job_opts, kinds = job_options(job, i, path), set()
         for n, command in enumerate(program, 1):
             line = _line(program, n - 1)
             if isinstance(command, dict) and "any" in command and len(command) > 1:
@@ -411,10 +415,14 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
                 if problem:
                     raise InputError(f"jobs[{i - 1}] ({job.get('name', f'job{i}')}): {problem}",
                                      path, line)
-                alts += alternatives(dict(c), domain, f"w{i}.{n}")
+                check_command(c, profile, path, line)
+                kinds.add(sql)
+                alts += alternatives(dict(with_job_options(c, job_opts, profile)), domain,
+                                     f"w{i}.{n}")
             for a in alts:
                 _one_file_one_content(a, external, path, line)
             entries.append((line, tuple(_freeze(a) for a in alts)))
+        check_job_options_used(job, i, job_opts, kinds, profile, path)
         if "sink" in job:
             sinks.append(_sink(job, i, profile, path))
         jobs.append((str(job.get("name", f"job{i}")), profile))
