@@ -470,3 +470,21 @@ def crash_text(spec: SinkSpec, before: SinkState, choice: int) -> str | None:
         return ("crashed after its commit of epoch "
                 f"{before.checkpoints[-1].ckpt}, before Spark wrote it to the commit log")
     return None
+
+
+def describe(mode: str, restarts: int, kinds: tuple[str, ...]) -> tuple[str, str]:
+    """(how the job runs, how each batch commits), for a pipeline's report."""
+    ways = " or ".join({CHECKPOINT: "from its latest checkpoint", SAVEPOINT: "from an older "
+                        "savepoint as a new job", NO_STATE: "as a new job without the "
+                        "committer's state"}[k] for k in kinds)
+    if mode == FLINK:
+        return (f"a Flink streaming sink (FlinkSink, IcebergFilesCommitter): each entry is one "
+                f"checkpoint; it may fail {restarts} time(s) and is restarted {ways}",
+                "streaming commit: AppendFiles (MergeAppend) of every pending checkpoint, "
+                "stamped flink.job-id / flink.max-committed-checkpoint-id: no validation; a "
+                "restore commits again what the table's summaries do not show")
+    return (f"a Spark Structured Streaming query (Iceberg's streaming sink): each entry is one "
+            f"micro-batch; it may fail {restarts} time(s) and is restarted {ways} (its "
+            f"checkpoint location)",
+            "streaming commit: AppendFiles (FastAppend) stamped spark.sql.streaming.queryId / "
+            "epochId: no validation; skipped when the table's summaries show the epoch")

@@ -74,6 +74,11 @@ def command_lines(p: Pipeline) -> list[str]:
         rules = prof.commands
         forms = {**FORMS, **(PYICEBERG_FORMS if prof.engine.startswith("pyiceberg") else {})}
         lines.append(f"- job `{name}` ({profile}):")
+        sink = next((s for s in p.config.sinks if s[0] == i), None)
+        if sink is not None:
+            from icecheck.models import lifecycle as life
+            runs, commits = life.describe(life.mode_of(prof.engine), sink[1], sink[2])
+            lines.append(f"  - runs as {runs}")
         for n, entry in enumerate(prog, 1):
             for k, alt in enumerate(entry[:SHOWN]):
                 sql = str(dict(alt).get("sql", "")).upper()
@@ -83,6 +88,8 @@ def command_lines(p: Pipeline) -> list[str]:
                     from icecheck.models.write_options import describe_options
                     how += (" (the profile's); "
                             + describe_options(sql, dict(dict(alt)["write_options"]), prof))
+                if sink is not None:
+                    how = commits
                 head = f"{n}." if k == 0 else f"{n}. or"
                 form = f" = {forms[sql]}" if sql in forms and k == 0 else ""
                 lines.append(f"  - {head} {job_text(_command(alt), names)}{form} -> {how}")

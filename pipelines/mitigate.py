@@ -106,6 +106,10 @@ def _append_schedule(lines: list[str], doc: LineDict, entry: str) -> list[str]:
 Candidate = tuple[str, Callable[[list[str], LineDict], "list[str] | None"]]
 
 
+#: maintenance commands that add no snapshot (an expiry, an orphan-file clean-up)
+NO_SNAPSHOT = ("EXPIRE", "REMOVE_ORPHAN_FILES")
+
+
 def candidates(p: Pipeline, jobs: tuple[str, ...]) -> list[Candidate]:
     """The edits worth trying for an anomaly that involves ``jobs``, most specific first."""
     names = [n for n, _ in p.jobs]
@@ -148,6 +152,21 @@ def candidates(p: Pipeline, jobs: tuple[str, ...]) -> list[Candidate]:
         for prof in others:
             if prof != mine and get_profile(prof).engine != get_profile(mine).engine:
                 out.append((f"run `{j}` on {prof}", _profile_edit(index[j], prof)))
+    # a streaming sink's restart finds its last commit only if the expiry kept it: keep more
+    # snapshots than the other jobs can commit meanwhile (models/lifecycle.py)
+    sinks = {i - 1 for i, _, _ in p.config.sinks}
+    if sinks and any(names[k] in involved for k in sinks):
+        def commits(entry) -> bool:      # a program entry that may add a snapshot
+            return any(str(dict(alt).get("sql", "")).upper() not in NO_SNAPSHOT for alt in entry)
+        keep = 1 + sum(1 for k, prog in enumerate(p.config.writers) if k not in sinks
+                       for entry in prog if commits(entry))
+        down = ", ".join(f"`{names[k]}`" for k in sorted(sinks))
+        for k, prog in enumerate(p.config.writers):
+            if any(dict(alt).get("sql", "").upper() == "EXPIRE" for entry in prog for alt in entry):
+                out.append((f"keep the last {keep} snapshots in `{names[k]}` (retain_last: "
+                            f"{keep}), more than the other jobs commit while {down} is down: "
+                            f"its restart still finds its last commit",
+                            _command_edit(k, "EXPIRE", lambda c, n=str(keep): {"retain_last": n})))
     # never overlap two of the anomaly's jobs
     if len(involved) >= 2:
         for a in range(len(involved)):

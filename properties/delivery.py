@@ -84,19 +84,19 @@ def redelivery(a: Analysis, position: int, rows) -> tuple[str, str] | None:
         batches = ", ".join(str(b + 1) for b in again)
         sink = op.writer
         if intent.mode == FLINK and kind == SAVEPOINT:
-            return (f" {sink} {RESTART_TEXT[kind]} (checkpoint {ckpt}): its source delivered "
+            return (f" After a failure, {sink} {RESTART_TEXT[kind]} (checkpoint {ckpt}): its source delivered "
                     f"batch {batches} again, and the new job committed it a second time once "
                     f"its checkpoint ids passed {found}, the last one the old job committed.",
                     kind)
         if intent.mode == FLINK:
             seen_text = "found none" if found == -1 else f"found checkpoint {found}"
-            return (f" {sink} {RESTART_TEXT[kind]} (checkpoint {ckpt}) and looked for its last "
+            return (f" After a failure, {sink} {RESTART_TEXT[kind]} (checkpoint {ckpt}) and looked for its last "
                     f"commit, walking the table's snapshots back from main for flink.job-id "
                     f"{sink}-job-{job}: it {seen_text}, because the walk stops at the first "
                     f"snapshot expired from the table, so it committed batch {batches} again "
                     f"(IcebergFilesCommitter.initializeState, SinkUtil."
                     f"getMaxCommittedCheckpointId).", kind)
-        return (f" {sink} {RESTART_TEXT[kind]} and ran batch {batches} again (epoch "
+        return (f" After a failure, {sink} {RESTART_TEXT[kind]} and ran batch {batches} again (epoch "
                 f"{intent.ckpt}); looking for its query's last epoch, walking the table's "
                 f"snapshots back from the current one for spark.sql.streaming.queryId "
                 f"{sink}-query-{job}, it found none, because the walk stops at the first "
