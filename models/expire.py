@@ -22,6 +22,10 @@ Java rules followed (Iceberg 1.10.2, core/src/main/java/org/apache/iceberg/):
   projection has no content column and they are read as data manifests) that no live entry of a
   retained manifest names are deleted. Metadata files are never deleted by expiry.
 
+* ``expireOlderThan(t).retainLast(N)`` with ``t`` a tick (the procedure's ``older_than``
+  given in ticks, models/clock.py): what ``retained_by_age`` says, by the snapshots'
+  timestamps.
+
 * ``expireOlderThan(now).retainLast(N)`` (Spark's ``expire_snapshots`` procedure with
   ``older_than`` now and ``retain_last`` N; ``retain_last``): ``internalApply`` retains every
   retained ref's snapshot (refs have no max age by default: ``computeRetainedRefs``), the last N
@@ -55,26 +59,53 @@ def resolve(base: TableMetadata, ordinals: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(log[k - 1] for k in ordinals if 1 <= k <= len(log))
 
 
-def retained_by_age(base: TableMetadata, retain_last: int) -> tuple[int, ...]:
-    """The ids ``expireOlderThan(now).retainLast(retain_last)`` removes from ``base``."""
-    from itertools import islice
+def retained_by_age(base: TableMetadata, retain_last: int, cut: int | None = None,
+                    timestamp=None) -> tuple[int, ...]:
+    """The ids ``expireOlderThan(t).retainLast(retain_last)`` removes from ``base``.
 
+    ``cut`` None: ``t`` is now, every snapshot is older (the SQL command EXPIRE without
+    ``older_than``). Otherwise ``t`` is the tick ``cut`` and ``timestamp(snapshot)`` its
+    ``timestamp-ms`` in ticks (models/clock.py), as RemoveSnapshots.internalApply decides
+    (core/.../RemoveSnapshots.java, 1.10.2): every ref is retained (no max-ref-age-ms is set:
+    ``computeRetainedRefs``, 257-280) with its snapshot; each branch keeps its ancestors while
+    it has kept fewer than ``retain_last`` or the ancestor is not older than ``t``, and stops
+    at the first that is neither (``computeBranchSnapshotsToRetain``, 299-312); a snapshot no
+    branch reaches and no tag names is kept when it is not older than ``t``
+    (``unreferencedSnapshotsToRetain``, 314-335)."""
     from .metadata import BRANCH
     refs = [(BRANCH, base.current_snapshot_id)] if base.current_snapshot_id else []
     refs += [(kind, sid) for _, kind, sid in base.refs]
-    keep = set()
+
+    def old(snapshot) -> bool:
+        return cut is None or timestamp(snapshot) < cut
+
+    keep, referenced = set(), set()
     for kind, sid in refs:
         keep.add(sid)
-        if kind == BRANCH:
-            keep.update(s.snapshot_id for s in islice(base.ancestors(sid), retain_last))
+        if kind != BRANCH:
+            referenced.add(sid)
+            continue
+        kept, stopped = 0, False
+        for s in base.ancestors(sid):
+            referenced.add(s.snapshot_id)
+            if not stopped and (kept < retain_last or not old(s)):
+                keep.add(s.snapshot_id)
+                kept += 1
+            else:
+                stopped = True
+    if cut is not None:
+        keep.update(s.snapshot_id for s in base.snapshots
+                    if s.snapshot_id not in referenced and not old(s))
     return tuple(s.snapshot_id for s in base.snapshots if s.snapshot_id not in keep)
 
 
 def expire(base: TableMetadata, ordinals: tuple[int, ...], path: str,
-           retain_last: int | None = None) -> TableMetadata:
-    """RemoveSnapshots.internalApply on ``base``: the metadata without the expired snapshots."""
+           retain_last: int | None = None, cut: int | None = None,
+           timestamp=None) -> TableMetadata:
+    """RemoveSnapshots.internalApply on ``base``: the metadata without the expired snapshots
+    (``cut``/``timestamp``: an expiry by age, ``retained_by_age``)."""
     if retain_last is not None:
-        gone = set(retained_by_age(base, retain_last))
+        gone = set(retained_by_age(base, retain_last, cut, timestamp))
         kept = tuple(s for s in base.snapshots if s.snapshot_id not in gone)
         return TableMetadata(path, base.version + 1, base.format_version,
                              base.last_sequence_number, base.current_snapshot_id, kept,

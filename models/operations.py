@@ -33,6 +33,10 @@ TRANSACTION = "transaction"
 # table.rewriteManifests() with deleteManifest/addManifest, as Spark's rewrite_manifests
 # procedure commits it (models/rewrite_manifests.py)
 REWRITE_MANIFESTS = "rewrite_manifests"
+# Spark's remove_orphan_files procedure (DeleteOrphanFilesSparkAction): lists the table location
+# and deletes the files older than its cut-off that the loaded metadata does not reference; it
+# commits nothing (models/orphans.py)
+REMOVE_ORPHAN_FILES = "remove_orphan_files"
 # ManageSnapshots (table.manageSnapshots()): ref updates, models/refs.py
 CREATE_BRANCH = "create_branch"            # .createBranch(name, snapshotId)
 CREATE_TAG = "create_tag"                  # .createTag(name, snapshotId)
@@ -40,7 +44,8 @@ FAST_FORWARD = "fast_forward"              # .fastForwardBranch(from, to)
 REF_KINDS = (CREATE_BRANCH, CREATE_TAG, FAST_FORWARD)
 
 KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES, REPLACE_PARTITIONS,
-         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION, REWRITE_MANIFESTS) + REF_KINDS
+         EXPIRE_SNAPSHOTS, UPGRADE_FORMAT, CHERRY_PICK, TRANSACTION, REWRITE_MANIFESTS,
+         REMOVE_ORPHAN_FILES) + REF_KINDS
 # what a transaction may stage: snapshot producers whose effect is decided by their files
 # (a row filter or ReplacePartitions inside a transaction is not modelled; models/transaction.py)
 TRANSACTION_KINDS = (APPEND, FAST_APPEND, OVERWRITE, ROW_DELTA, REWRITE, DELETE_FILES)
@@ -59,6 +64,7 @@ JAVA_NAMES = {
     CHERRY_PICK: "ManageSnapshots.cherrypick",
     TRANSACTION: "Transaction (newTransaction ... commitTransaction)",
     REWRITE_MANIFESTS: "RewriteManifests",
+    REMOVE_ORPHAN_FILES: "DeleteOrphanFiles (Spark action)",
     CREATE_BRANCH: "ManageSnapshots.createBranch",
     CREATE_TAG: "ManageSnapshots.createTag",
     FAST_FORWARD: "ManageSnapshots.fastForwardBranch",
@@ -195,6 +201,12 @@ class Operation:
     # spark.sql.streaming.queryId / epochId: models/lifecycle.py) and Spark's
     # ``snapshot-property.<k>`` write options. Engines read them back to decide what to commit
     summary_properties: tuple = field(default=(), metadata={"digest_omit_default": True})
+    # A procedure that compares times (models/clock.py): ``older_than`` its age in ticks
+    # (REMOVE_ORPHAN_FILES' files, EXPIRE_SNAPSHOTS' snapshots by timestamp), and ``began_at``
+    # the tick it was called at, recorded when the writer begins (``clock.at_begin``); the
+    # cut-off is began_at - older_than
+    older_than: int | None = field(default=None, metadata={"digest_omit_default": True})
+    began_at: int | None = field(default=None, metadata={"digest_omit_default": True})
 
     def with_validations(self, **changes) -> "Operation":
         return replace(self, validations=replace(self.validations, **changes))

@@ -8,6 +8,12 @@ for every reader of the store (``store[path]`` raises KeyError, iteration skips 
 on S3. The analysis of what a run *did* still needs the objects a deleted snapshot pointed at,
 so ``archive()`` gives a read-only view that includes them; the model reads it only for what a
 job planned before the deletion.
+
+The store is also the filesystem's clock (models/clock.py): ``now`` is the logical tick the
+scheduler has advanced to, and every object records the tick it was written at (its modification
+time, ``mtime``), which DeleteOrphanFilesSparkAction compares with its ``older_than``. While the
+clock stands at 0 nothing of it is kept (no tick has passed: every object is of tick 0), so a
+search without ticks builds, compares and hashes stores exactly as before.
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ class ObjectStore(Mapping[str, Any]):
     (engines/symmetry.py), instead of a pass over every object at every step. They are
     bookkeeping only: equality, hashing, iteration and pickling ignore them, and ``digests``."""
 
-    __slots__ = ("_objects", "_hash", "_deleted", "_base", "_added", "digests", "__weakref__")
+    __slots__ = ("_objects", "_hash", "_deleted", "_base", "_added", "digests", "_now",
+                 "_mtimes", "clock_digests", "__weakref__")
 
     def __init__(self, objects: Mapping[str, Any] | None = None,
                  deleted: frozenset[str] = frozenset(), *,
-                 base: "ObjectStore | None" = None, added: tuple[str, ...] = ()):
+                 base: "ObjectStore | None" = None, added: tuple[str, ...] = (),
+                 now: int = 0, mtimes: Mapping[str, int] | None = None):
         self._objects: dict[str, Any] = dict(objects or {})
         self._hash: int | None = None
         self._deleted: frozenset[str] = deleted
@@ -34,9 +42,39 @@ class ObjectStore(Mapping[str, Any]):
         self._added = added
         #: a checker's digests of this store (engines/symmetry.py), bookkeeping like _base
         self.digests: Any = None
+        #: the clock (models/clock.py): the current tick, and the tick each object written
+        #: after tick 0 was written at (a path not in ``_mtimes`` was written at tick 0; the
+        #: entries of deleted objects stay, as their objects do)
+        self._now: int = now
+        self._mtimes: dict[str, int] = dict(mtimes or {})
+        #: a checker's digests of the clock (engines/symmetry.py), bookkeeping like digests
+        self.clock_digests: Any = None
 
     def __reduce__(self):
+        if self._now:
+            return (_restore, (self._objects, self._deleted, self._now, self._mtimes))
         return (ObjectStore, (self._objects, self._deleted))
+
+    @property
+    def now(self) -> int:
+        """The clock's tick (models/clock.py): 0 until the scheduler advances it."""
+        return self._now
+
+    def mtime(self, path: str) -> int:
+        """The tick the object at ``path`` was written at (its modification time; deleted
+        objects keep theirs)."""
+        return self._mtimes.get(path, 0)
+
+    @property
+    def mtimes(self) -> Mapping[str, int]:
+        """The modification time of every object written after tick 0 (read-only)."""
+        return self._mtimes
+
+    def tick(self) -> "ObjectStore":
+        """The store one tick later: the same objects, the clock advanced."""
+        new = self._derived(self._objects, self._deleted, ())
+        new._now, new._mtimes = self._now + 1, self._mtimes
+        return new
 
     def __getitem__(self, path: str) -> Any:
         if path in self._deleted:
@@ -110,21 +148,37 @@ class ObjectStore(Mapping[str, Any]):
                  added: tuple[str, ...]) -> "ObjectStore":
         """A store derived from this one that adopts ``objects`` as it is: the stores are
         immutable, so a derived store shares its base's dict when it adds nothing, and a new
-        dict is copied once, not again by ``__init__`` (a store per state of a search)."""
+        dict is copied once, not again by ``__init__`` (a store per state of a search). It
+        keeps this store's clock; what it adds after tick 0 is stamped with the tick."""
         new = ObjectStore.__new__(ObjectStore)
         new._objects, new._hash, new._deleted = objects, None, deleted
         new._base, new._added, new.digests = weakref.ref(self), added, None
+        new._now, new._mtimes, new.clock_digests = self._now, self._mtimes, None
+        if self._now and added:
+            mtimes = dict(self._mtimes)
+            for path in added:
+                mtimes[path] = self._now
+            new._mtimes = mtimes
         return new
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash((frozenset(self._objects.items()), self._deleted))
+            self._hash = hash((frozenset(self._objects.items()), self._deleted)) \
+                if not self._now else \
+                hash((frozenset(self._objects.items()), self._deleted, self._now,
+                      frozenset(self._mtimes.items())))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ObjectStore):
             return NotImplemented
-        return self._objects == other._objects and self._deleted == other._deleted
+        return self._objects == other._objects and self._deleted == other._deleted \
+            and self._now == other._now and self._mtimes == other._mtimes
 
     def __repr__(self) -> str:
         return f"ObjectStore({sorted(self._objects)})"
+
+
+def _restore(objects, deleted, now, mtimes) -> ObjectStore:
+    """Unpickle a store whose clock has advanced (``ObjectStore.__reduce__``)."""
+    return ObjectStore(objects, deleted, now=now, mtimes=mtimes)
