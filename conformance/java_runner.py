@@ -136,9 +136,13 @@ def build_plan(config: ModelConfig, actions: Iterable[Action], *,
                                rec.check, rec.attempts, info["begin_at"], java_at, i))
             snap = state.metadata.snapshot(rec.snapshot_id) if rec.applied else None
             if snap is not None:
+                from .java_driver import _SUMMARY_KEYS as SUMMARY_KEYS
                 ops[-1].snapshot = {"sequence_number": snap.sequence_number,
                                     "operation": snap.operation,
-                                    "summary": {k: v for k, v in snap.summary if v},
+                                    # the counts (an engine's own summary properties,
+                                    # Operation.summary_properties, are the model's)
+                                    "summary": {k: v for k, v in snap.summary
+                                                if v and k in SUMMARY_KEYS},
                                     "manifests": manifest_counts(state.store.archive(), snap)}
             # a ManageSnapshots ref update fails once anything committed after it began
             # (models/refs.py): the sequential driver commits it at that point and sees the same

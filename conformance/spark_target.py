@@ -13,6 +13,8 @@ SparkSession (``spark_session``), and each of its commands becomes one SQL state
 * MERGE_INSERT -> the same without the WHEN MATCHED clause (Spark plans it as an append)
 * OVERWRITE_PARTITIONS -> ``INSERT OVERWRITE t SELECT ..`` in dynamic partitionOverwriteMode;
   OVERWRITE -> static ``INSERT OVERWRITE t [PARTITION (p = v)] SELECT ..`` (insert_overwrite_sql)
+* an OVERWRITE / OVERWRITE_PARTITIONS with ``select`` -> ``INSERT OVERWRITE t SELECT .. FROM t``;
+  a command with write options -> a DataFrame write with ``.option(..)`` (conformance/spark_rmw.py)
 * REWRITE_POSITION_DELETES -> ``CALL <catalog>.system.rewrite_position_delete_files(table =>
   .., options => map('rewrite-all', 'true'))`` (only when nothing runs between its begin and
   its commit: a procedure cannot be paused)
@@ -240,6 +242,10 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
     if not isinstance(intent, Command):
         raise NotExpressible(f"intent {intent!r} is not a SQL command")
     gate_sql = f"icecheck_gate('{gate}', `{names[0]}`)" if gate else None
+    if getattr(intent, "select", None) is not None or getattr(intent, "write_options", ()):
+        # an overwrite computed from its own read, or a DataFrame write's options
+        from .spark_rmw import overwrite_statements
+        return overwrite_statements(name, table, intent, gate)
     if intent.kind == INSERT:
         if gate:
             raise NotExpressible("an INSERT that overlaps another writer's commit (it has no "
@@ -641,9 +647,12 @@ def finish_gated(g: _Gated, op) -> tuple[str, str | None, str | None]:
 
 def _run_statements(session, sqls: list[str], log: list[str]) -> tuple[str, str | None, str | None]:
     for q in sqls:
-        log.append(q)
+        log.append(str(q))
         try:
-            session.sql(q).collect()
+            if hasattr(q, "run"):       # a DataFrame write (conformance/spark_rmw.py)
+                q.run(session)
+            else:
+                session.sql(q).collect()
         except Exception as e:
             return classify_exception(e)
     return sm.COMMITTED, None, None
