@@ -37,7 +37,7 @@ from . import operations as ops
 from .commands_spec import (COMPACT, COPY_ON_WRITE, DELETE, INSERT, MERGE, MERGE_INSERT,
                             MERGE_ON_READ, OVERWRITE, OVERWRITE_PARTITIONS,
                             REWRITE_MANIFESTS, REWRITE_POSITION_DELETES, UPDATE, UPSERT, EXPIRE,
-                            OVERWRITE_FILES, ADD_FILES,
+                            OVERWRITE_FILES, ADD_FILES, REMOVE_ORPHAN_FILES,
                             Command)
 from .files import DV, EQUALITY_DELETES, DataFile, DeleteFile, POSITION_DELETES
 from .filters import (And, Cmp, Expr, In, IsNull, TrueExpr, eval_row, might_match_file,
@@ -342,7 +342,14 @@ def plan(cmd: Command, profile: Profile, *, state, base: TableMetadata, writer,
         if rule.operation != ops.EXPIRE_SNAPSHOTS:
             raise PlanError(f"EXPIRE is an expire_snapshots operation, not {rule.operation}")
         return Operation(ops.EXPIRE_SNAPSHOTS, retain_last=int(dict(cmd.options).get(
-            "retain_last", 1)))
+            "retain_last", 1)), older_than=dict(cmd.options).get("older_than"))
+    if cmd.kind == REMOVE_ORPHAN_FILES:
+        # reads nothing when it is planned: it loads the metadata as it begins and lists the
+        # table location when it deletes (models/orphans.py)
+        if rule.operation != ops.REMOVE_ORPHAN_FILES:
+            raise PlanError(f"REMOVE_ORPHAN_FILES is a remove_orphan_files operation, not "
+                            f"{rule.operation}")
+        return Operation(ops.REMOVE_ORPHAN_FILES, older_than=dict(cmd.options)["older_than"])
     if cmd.kind == ADD_FILES:
         return _plan_add_files(cmd, rule, profile, table, store, snapshot)
     if cmd.kind == MERGE_INSERT:

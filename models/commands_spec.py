@@ -40,9 +40,13 @@ OVERWRITE_FILES = "OVERWRITE_FILES"
 # first refuses a file the table already references, checked on the table it began at, once;
 # the append that follows is unvalidated (see models/commands.py, _plan_add_files).
 ADD_FILES = "ADD_FILES"
+# Spark's ``CALL system.remove_orphan_files(table, older_than => ts)`` with ``older_than`` the
+# tick ``older_than`` ticks before it is called: lists the table location and deletes the files
+# older than that which the metadata it loaded does not reference; see models/orphans.py
+REMOVE_ORPHAN_FILES = "REMOVE_ORPHAN_FILES"
 COMMANDS = (INSERT, DELETE, UPDATE, MERGE, COMPACT, OVERWRITE, OVERWRITE_PARTITIONS, MERGE_INSERT,
             UPSERT, EXPIRE, REWRITE_POSITION_DELETES, OVERWRITE_FILES, REWRITE_MANIFESTS,
-            ADD_FILES)
+            ADD_FILES, REMOVE_ORPHAN_FILES)
 #: where an ADD_FILES command's file lives in the model's object store: outside the writers'
 #: own names (``w1-1-data1``), and the same path for every writer that adds it
 EXTERNAL_PREFIX = "ext/"
@@ -116,11 +120,12 @@ COMMAND_KEYS = {
     OVERWRITE: {"where", "rows", "select", "write_options"},
     OVERWRITE_PARTITIONS: {"rows", "where", "select", "write_options"},
     UPSERT: {"on", "rows", "deletes"},
-    EXPIRE: {"retain_last"},
+    EXPIRE: {"retain_last", "older_than"},
     REWRITE_POSITION_DELETES: set(),
     REWRITE_MANIFESTS: set(),
     OVERWRITE_FILES: {"where", "set"},
     ADD_FILES: {"file", "rows", "check_duplicate_files"},
+    REMOVE_ORPHAN_FILES: {"older_than"},
 }
 
 
@@ -199,7 +204,11 @@ class Command:
         if self.kind == REWRITE_MANIFESTS:
             return "REWRITE MANIFESTS (rewrite_manifests)"
         if self.kind == EXPIRE:
-            return f"EXPIRE SNAPSHOTS (retain_last {dict(self.options).get('retain_last', 1)})"
+            opts = dict(self.options)
+            age = f", older_than {_ticks(opts['older_than'])}" if "older_than" in opts else ""
+            return f"EXPIRE SNAPSHOTS (retain_last {opts.get('retain_last', 1)}{age})"
+        if self.kind == REMOVE_ORPHAN_FILES:
+            return f"REMOVE ORPHAN FILES (older_than {_ticks(dict(self.options)['older_than'])})"
         if self.kind == COMPACT:
             opts = "".join(f" {k}={str(v).lower()}" for k, v in self.options)
             return ("COMPACT (rewrite_data_files" + opts + ")"
@@ -211,3 +220,8 @@ class Command:
     @property
     def where_text(self) -> str:
         return self.where_sql or "true"
+
+
+def _ticks(n: int) -> str:
+    """An age in ticks of the model's clock (models/clock.py), in words."""
+    return f"{n} tick" + ("" if n == 1 else "s")

@@ -23,6 +23,8 @@ cdef class Model:
     cdef public dict _interned
     cdef public tuple _schedule
     cdef public bint _table_retries
+    cdef public Py_ssize_t _ticks
+    cdef public dict _tick_parts
     cdef dict __dict__
 
     @cython.locals(key=tuple, got=tuple, ws=tuple)

@@ -44,6 +44,10 @@ from .store import ObjectStore
 from .table import TableConfig
 from .validation import PY_NO_STARTING_SNAPSHOT, ValidationFailed
 from .values import replace
+from . import clock as clock_
+from . import orphans as orphans_
+from .operations import REMOVE_ORPHAN_FILES
+from .commands_spec import REMOVE_ORPHAN_FILES as ORPHANS_COMMAND
 
 # Writer phases.
 IDLE = "idle"
@@ -94,6 +98,12 @@ EMPTY_METADATA_PATH = "v0.metadata.json"
 #: forgetting costs only recomputation: results are equal either way).
 STEP_MEMO_SIZE = 100_000
 _TOKENS = itertools.count(1)
+#: the clock's tick (models/clock.py): the action ``clock.tick`` of no writer
+TICK = clock_.TICK
+ACTION_KINDS += (TICK,)
+#: a writer in these phases is inside one commit attempt (refresh to swap), during which the
+#: clock does not advance (models/clock.py)
+MID_ATTEMPT = (REFRESHED, VALIDATED, PREPARED)
 
 
 def new_token() -> tuple:
@@ -330,6 +340,8 @@ class ModelConfig:
     phantom_failures: bool = False
     # which jobs may not overlap or run in sequence (models/schedule.py): ((kind, a, b), ...)
     schedule: tuple = ()
+    # how many times the clock may advance (models/clock.py); 0: it never does
+    ticks: int = 0
     # the writers that run as streaming sinks, crash and restart (models/lifecycle.SinkSpec)
     sinks: tuple = ()
 
@@ -351,7 +363,15 @@ class State:
         return self.store[self.catalog.pointer]
 
     def metadata_at(self, path: str) -> TableMetadata:
-        return self.store[path]
+        """A metadata file a writer holds: the one it began at, refreshed to, or wrote. Java's
+        TableOperations keep a TableMetadata in memory once loaded, so it is read as written
+        even when a clean-up deleted the file since (remove_orphan_files deletes superseded
+        ones it does not count in the metadata log, models/orphans.py); the table's pointer
+        is read from storage (``metadata``)."""
+        meta = self.store.written(path)
+        if meta is None:
+            raise KeyError(path)
+        return meta
 
 
 _object_new, _object_setattr = object.__new__, object.__setattr__
@@ -396,6 +416,8 @@ def canonical(value: Any) -> Any:
         out = [[k, canonical(value[k])] for k in sorted(value)]
         if value.deleted:  # only expiry deletes objects; older traces never did
             out.append(["deleted", sorted(value.deleted)])
+        if value.now:  # the clock has moved (models/clock.py): only with ticks
+            out.append(["clock", value.now, sorted(value.mtimes.items())])
         return out
     if is_dataclass(value) and not isinstance(value, type):
         # a field marked digest_omit_default (added after traces were recorded) is left out
@@ -430,9 +452,13 @@ class Model:
         #: fused steps keep a job's ``write`` (the reads of its tasks) a step of its own when a
         #: writer may expire snapshots: an expiry committed between the job's planning and its
         #: tasks fails it (``_reads_late``), an interleaving fusing would remove
+        #: (or remove orphan files, which deletes what a job wrote and may read)
         self._split_write = config.fuse_local_steps and any(
-            getattr(i, "kind", None) in (EXPIRE_COMMAND, EXPIRE_SNAPSHOTS)
+            getattr(i, "kind", None) in (EXPIRE_COMMAND, EXPIRE_SNAPSHOTS, ORPHANS_COMMAND,
+                                         REMOVE_ORPHAN_FILES)
             for p in config.writers for entry in p.entries for i in entry)
+        self._ticks = config.ticks          # see action_parts, models/clock.py
+        self._tick_parts: dict = {}         # see _with_tick
         self._plans: dict[tuple, tuple] = {}   # see _plan
         self._steps: dict[tuple, tuple] = {}   # see step
         self._writer_actions: dict[tuple, tuple] = {}   # see writer_actions
@@ -512,6 +538,12 @@ class Model:
             held = sched.blocked(self._schedule, state.writers, self._positions)
             if held:
                 out = [() if w.name in held else part for w, part in zip(state.writers, out)]
+        if self._ticks and state.store._now < self._ticks and any(out) and not any(
+                w.phase in MID_ATTEMPT for w in state.writers):
+            # the clock may advance while a writer has a step left, but not inside a commit
+            # attempt (models/clock.py); the tick rides in the first writer's part (a checker
+            # tallies a part's steps against its writer, whom a tick leaves as it is)
+            out[0] = self._with_tick(out[0])
         return out
 
     def writer_actions(self, state: State, w: WriterState) -> tuple[Action, ...]:
@@ -580,6 +612,8 @@ class Model:
         the first time, so states reached along different paths share them (and the
         checker's digests cached on them). The result is equal, field for field, to what
         the handlers compute: tests/test_step_memo.py compares both on whole searches."""
+        if action.kind == TICK:
+            return self._tick(state, action)
         # a state keeps its writers in slot order (``initial``): look the writer up at its
         # place, and by name only in a state that does not
         ws = state.writers
@@ -714,6 +748,10 @@ class Model:
             catalog = state.catalog
             metas += (written(catalog.pointer),)
             head += (catalog.pointer, catalog.version)
+        if store._now:
+            # the clock has moved (models/clock.py): a step stamps what it writes with the
+            # tick, and a procedure that compares times reads what it compares
+            head += (store._now,) + clock_.memo_key(store, w, action, metas)
         f = self._content_key
         if f is None or self.interning:
             return head + tuple(map(id, metas)) + (id(w),), metas + (w,)
@@ -919,6 +957,7 @@ class Model:
                                                           "to rewrite")
             operation = replace(operation, manifest_rewrite=groups)
         head = base.latest_snapshot(operation.branch)
+        operation = clock_.at_begin(operation, state.store)   # the tick it was called at
         w = replace(w, phase=SCANNED, intent=intent, base_path=base.path,
                     base_snapshot_id=head.snapshot_id if head else None, operation=operation,
                     attempt=0)
@@ -944,7 +983,8 @@ class Model:
         except ValidationFailed as e:
             return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         state = self._put_writer(state, w)
-        if self.config.fuse_local_steps and not (self._split_write and _reads_late(w)):
+        if self.config.fuse_local_steps and not (self._split_write and _reads_late(w)) \
+                and operation.kind != REMOVE_ORPHAN_FILES:
             state = self._write(state, w, a)
         return state
 
@@ -970,6 +1010,8 @@ class Model:
 
     def _write(self, state: State, w: WriterState, a: Action) -> State:
         op = w.whole or w.operation
+        if op.kind == REMOVE_ORPHAN_FILES:
+            return self._remove_orphans(state, w)
         if state.store.deleted and _reads_late(w):
             # An engine reads the data files it rewrites (and a copy-on-write MERGE its whole
             # target) while its tasks run: after planning, before the commit. One that expiry
@@ -1073,7 +1115,8 @@ class Model:
         if op.kind == EXPIRE_SNAPSHOTS:
             # RemoveSnapshots.internalApply's precondition on the refreshed metadata
             try:
-                exp.expire(state.metadata_at(w.refreshed_path), op.expire, "", op.retain_last)
+                exp.expire(state.metadata_at(w.refreshed_path), op.expire, "", op.retain_last,
+                           **clock_.expiry(op, state.store))
             except ValidationFailed as e:
                 return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
             return self._put_writer(state, replace(w, phase=VALIDATED))
@@ -1160,7 +1203,8 @@ class Model:
             operation = Operation(APPEND, add_data=files, source_snapshot_id=picked.snapshot_id)
         if w.operation.kind in METADATA_KINDS + REF_KINDS:
             if w.operation.kind == EXPIRE_SNAPSHOTS:
-                meta = exp.expire(base, w.operation.expire, path, w.operation.retain_last)
+                meta = exp.expire(base, w.operation.expire, path, w.operation.retain_last,
+                                  **clock_.expiry(w.operation, state.store))
             elif w.operation.kind == UPGRADE_FORMAT:
                 # PropertiesUpdate.commit: replaceProperties on each attempt's refreshed metadata
                 # (TableMetadata.Builder.upgradeFormatVersion; the same version changes nothing)
@@ -1418,3 +1462,31 @@ class Model:
 
     def is_final(self, state: State) -> bool:
         return not self.actions(state)
+
+    # -- time (models/clock.py, models/orphans.py) ---------------------------------------
+    def _with_tick(self, part: tuple) -> tuple:
+        """``part`` with the clock's tick after it: one tuple per part, kept (a checker keys
+        memos by the identity of a state's parts)."""
+        got = self._tick_parts.get(part)
+        if got is None:
+            got = self._tick_parts[part] = part + (Action(clock_.CLOCK, TICK),)
+        return got
+
+    def _tick(self, state: State, action: Action) -> State:
+        """The clock advances one tick (models/clock.py): enabled while fewer than
+        ``ModelConfig.ticks`` have passed, some writer has a step left and none is inside a
+        commit attempt."""
+        if action != Action(clock_.CLOCK, TICK) or action not in self.actions(state):
+            raise StepError(f"{action} is not enabled: the clock is at tick "
+                            f"{state.store.now} of {self._ticks}")
+        return _new_state(state.catalog, clock_.advance(state.store), state.writers)
+
+    def _remove_orphans(self, state: State, w: WriterState) -> State:
+        """DeleteOrphanFilesSparkAction.doExecute (models/orphans.py): list the table location,
+        keep what the metadata loaded when the procedure began references (``w.base_path``,
+        held in memory), delete every other file older than the cut-off. No snapshot, no
+        swap: the operation ends ``committed`` with the orphans it deleted named."""
+        meta = state.metadata_at(w.base_path)
+        gone = orphans_.orphans(state.store, meta, clock_.cutoff(w.operation))
+        return self._finish(state, w, COMMITTED, orphans_.report(gone),
+                            store=state.store.delete_all(gone) if gone else None)

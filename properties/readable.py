@@ -4,8 +4,8 @@ A reader of the table (or of any snapshot still in its metadata, by time travel)
 current metadata file, each snapshot's manifest list, each manifest it names, and the data and
 delete files of the live (ADDED or EXISTING) entries. Every one of them must still be in the store.
 Objects disappear only through deletions the model performs (ExpireSnapshots' file clean-up,
-``models/expire.py``, and SnapshotProducer.cleanAll after a commit that applied although the
-catalog reported it failed, ``models/system.py``); ``metadata_integrity`` cannot see them, since the history analysis reads
+``models/expire.py``, SnapshotProducer.cleanAll after a commit that applied although the
+catalog reported it failed, ``models/system.py``, and remove_orphan_files, ``models/orphans.py``); ``metadata_integrity`` cannot see them, since the history analysis reads
 deleted objects from the store's archive.
 
 Position deletes' referenced data files are not required: Iceberg never opens a data file
@@ -31,15 +31,36 @@ def check(a: Analysis) -> list[Violation]:
         op = a.history.by_snapshot.get(_writer_snapshot(a, what, path, sid))
         phantom = bool(op is not None and op.record is not None and op.record.applied
                        and op.outcome != COMMITTED)
+        orphan = None if phantom else _orphaned(a, path, op)
         out.append(Violation(
             "readable",
             f"The current table metadata references {what} {path}{where}, which no longer exists "
             + (f"(deleted by {a.who(op.label)}'s clean-up: the catalog applied its commit but "
                f"answered that it failed): reading the table fails." if phantom else
-               "(deleted by snapshot expiry or a commit's clean-up): reading the table fails."),
+               (orphan[0] if orphan else
+                "(deleted by snapshot expiry or a commit's clean-up): reading the table fails.")),
             VIOLATION, {"object": what, "path": path, "snapshot_id": sid,
-                        "applied_but_told_failed": phantom}))
+                        "applied_but_told_failed": phantom, **(orphan[1] if orphan else {})}))
     return out
+
+
+def _orphaned(a: Analysis, path: str, writer_op) -> tuple[str, dict] | None:
+    """(why, details) when a remove_orphan_files deleted ``path`` (models/orphans.py): it was
+    not in the metadata that procedure loaded, and older than its cut-off. The details name
+    that operation and the one whose snapshot references the file (``writer_op``), so the
+    verdict names both jobs."""
+    from icecheck.models.orphans import reported
+    for op in a.history.ops:
+        rec = op.record
+        if rec is not None and rec.operation is not None \
+                and rec.operation.kind == "remove_orphan_files" and path in reported(rec.message):
+            details = {"deleted_by": op.label}
+            if writer_op is not None and writer_op.writer != "setup":
+                details["written_by"] = writer_op.label
+            return (f"(deleted by {a.who(op.label)} as an orphan: older than its cut-off and "
+                    f"not referenced by the metadata it loaded): reading the table fails.",
+                    details)
+    return None
 
 
 def _writer_snapshot(a: Analysis, what: str, path: str, sid: int | None) -> int | None:

@@ -24,7 +24,8 @@ from icecheck.models.table import COLUMN_TYPES, INT_RANGES, Schema, TableConfig,
 from icecheck.models.transforms import PartitionField, PartitionSpec, parse_transform
 from icecheck.models.commands_spec import (COMMAND_KEYS, COMMANDS, COMPACT_OPTIONS, INSERT, MERGE,
                                            MERGE_INSERT, OVERWRITE_PARTITIONS, UPDATE, UPSERT,
-                                           EXPIRE, OVERWRITE_FILES, ADD_FILES, Command,
+                                           EXPIRE, OVERWRITE_FILES, ADD_FILES,
+                                           REMOVE_ORPHAN_FILES, Command,
                                            compact_option_error)
 
 from .errors import InputError
@@ -38,7 +39,7 @@ FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_cou
              "equality_ids"}
 OP_KEYS = {"op", "add", "delete", "add_deletes", "remove_deletes", "row_filter", "validate",
            "expect", "snapshots", "branch", "name", "snapshot", "to", "format_version",
-           "operations", "case_sensitive"}
+           "operations", "case_sensitive", "older_than"}
 VALIDATE_KEYS = {"from_snapshot", "filter", "no_conflicting_data", "no_conflicting_deletes",
                  "no_conflicting_data_files", "no_conflicting_delete_files", "deleted_files",
                  "data_files_exist", "files_exist", "starting_sequence_number",
@@ -63,6 +64,7 @@ OPS_ALLOWED_KEYS = {
     ops.CHERRY_PICK: {"snapshot"},
     ops.TRANSACTION: {"operations"},
     ops.REWRITE_MANIFESTS: set(),
+    ops.REMOVE_ORPHAN_FILES: {"older_than"},
     ops.CREATE_BRANCH: {"name", "snapshot"},
     ops.CREATE_TAG: {"name", "snapshot"},
     ops.FAST_FORWARD: {"name", "to"},
@@ -93,7 +95,8 @@ class StepExpect:
 
 @dataclass(frozen=True)
 class Step:
-    """One scenario step. ``kind``: commit_now, begin, commit, phase, fault, crash."""
+    """One scenario step. ``kind``: commit_now, begin, commit, phase, fault, crash, tick (one
+    tick of the clock; ``writer`` "clock")."""
 
     kind: str
     line: int
@@ -152,6 +155,11 @@ class Scenario:
     @property
     def uses_crashes(self) -> bool:
         return any(s.kind == "crash" for s in self.steps)
+
+    @property
+    def ticks(self) -> int:
+        """How many times the scenario advances the clock (``tick`` steps)."""
+        return sum(1 for s in self.steps if s.kind == "tick")
 
 
 def load_scenario(path: str) -> Scenario:
@@ -482,7 +490,7 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
                        f"{', '.join(ops.KINDS)}", node, "op")
     ctx.keys(node, OP_KEYS | {"begin"}, f"a {kind} operation")
     for key in ("add", "delete", "add_deletes", "remove_deletes", "row_filter", "snapshots",
-                "name", "snapshot", "to", "format_version", "operations"):
+                "name", "snapshot", "to", "format_version", "operations", "older_than"):
         if key in node and key not in OPS_ALLOWED_KEYS[kind]:
             raise ctx.fail(f"{kind} does not take {key!r} (it takes "
                            f"{', '.join(sorted(OPS_ALLOWED_KEYS[kind]))})", node, key)
@@ -490,6 +498,13 @@ def parse_operation(ctx: _Ctx, table: TableConfig, files: dict, node: LineDict) 
         return _ref_operation(ctx, kind, node)
     if kind == ops.TRANSACTION:
         return _transaction(ctx, table, files, node)
+    if kind == ops.REMOVE_ORPHAN_FILES:
+        for key in ("validate", "branch"):
+            if key in node:
+                raise ctx.fail(f"remove_orphan_files does not take {key!r} (it commits "
+                               f"nothing)", node, key)
+        return Operation(kind, older_than=_older_than(ctx, node, "remove_orphan_files",
+                                                      required=True))
     if kind == ops.REWRITE_MANIFESTS:
         for key in ("validate", "branch"):
             if key in node:
@@ -822,6 +837,14 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
             # applied_failed: the writer retries and is committed by a later step
             begun[w] = kind == "applied_failed"
             steps.append(Step("fault", line, w, fault=kind, expect=expect))
+        elif "tick" in s:
+            # the logical clock advances N ticks (models/clock.py)
+            ctx.keys(s, {"tick"}, "a tick step")
+            n = s["tick"]
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_OLDER_THAN:
+                raise ctx.fail(f"tick: N advances the clock N ticks (1 to {MAX_OLDER_THAN}), "
+                               f"not {n!r}", s, "tick")
+            steps.extend(Step("tick", line, "clock") for _ in range(n))
         elif "crash" in s:
             ctx.keys(s, {"crash", "expect"}, "a crash step")
             w = _writer_name(ctx, s["crash"], s, "crash")
@@ -833,7 +856,7 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
             phase = next((p for p in PHASE_STEPS if p in s), None)
             if phase is None:
                 raise ctx.fail("a step is one of commit, begin, "
-                               f"{', '.join(PHASE_STEPS)}, fault, crash", node, i)
+                               f"{', '.join(PHASE_STEPS)}, fault, crash, tick", node, i)
             ctx.keys(s, {phase, "expect"}, f"a {phase} step")
             w = _writer_name(ctx, s[phase], s, phase)
             if not begun.get(w):
@@ -881,6 +904,29 @@ def parse_final_expect(ctx: _Ctx, table: TableConfig, files: dict, node: Any,
 
 
 # -- engine-level commands -------------------------------------------------------------------
+
+#: the largest ``older_than`` (ticks): more than any bound on the clock (``ticks``) allows
+MAX_OLDER_THAN = 100
+
+
+def _older_than(ctx, node, what: str, *, required: bool) -> int | None:
+    """``older_than: N``: an age in ticks of the logical clock (models/clock.py), 1 to
+    ``MAX_OLDER_THAN``: the procedure removes what is more than N ticks older than the tick it
+    was called at. Spark takes a timestamp; the model takes how long before the call it is
+    (0 would remove what was written in the very tick of the call, which Spark's own
+    procedure refuses below 24 hours: RemoveOrphanFilesProcedure.validateInterval)."""
+    if "older_than" not in node:
+        if required:
+            raise ctx.fail(f"{what} needs older_than: N (an age in ticks of the model's clock, "
+                           f"1 to {MAX_OLDER_THAN}; the pipeline's bounds.ticks, a scenario's "
+                           f"tick steps, advance it)", node)
+        return None
+    n = node["older_than"]
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_OLDER_THAN:
+        raise ctx.fail(f"{what} older_than must be an integer from 1 to {MAX_OLDER_THAN} "
+                       f"(ticks), not {n!r}", node, "older_than")
+    return n
+
 
 def parse_command(ctx, table, node, parent) -> Command:
     """Parse a scenario's ``command:`` mapping (``{sql: DELETE, where: "id = 1"}``) into a
@@ -955,6 +1001,12 @@ def parse_command(ctx, table, node, parent) -> Command:
             raise ctx.fail(f"EXPIRE retain_last must be an integer from 1 to 100, not {n!r}",
                            node, "retain_last" if "retain_last" in node else None)
         options = (("retain_last", n),)
+        age = _older_than(ctx, node, "EXPIRE", required=False)
+        if age is not None:
+            options = (("older_than", age),) + options
+    if kind == REMOVE_ORPHAN_FILES:
+        options = (("older_than", _older_than(ctx, node, "REMOVE_ORPHAN_FILES",
+                                              required=True)),)
     if "options" in node:
         onode = ctx.mapping(node["options"], "COMPACT options", node, "options")
         for name, value in onode.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from icecheck.models import clock
 from icecheck.models import system as sm
 from icecheck.models.expire import missing_objects
 from icecheck.models.reads import live_file_paths, manifest_counts, read_rows
@@ -93,7 +94,8 @@ def model_config(scenario: Scenario, planner=None) -> ModelConfig:
                                scenario.writer_profiles)
     return ModelConfig(scenario.table, writers, scenario.catalog, faults=scenario.uses_faults,
                        crashes=scenario.uses_crashes, planner=planner,
-                       phantom_failures=scenario.uses_phantom_failures)
+                       phantom_failures=scenario.uses_phantom_failures,
+                       ticks=scenario.ticks)
 
 
 class _Run:
@@ -177,6 +179,10 @@ class _Run:
                 self.failures.append(f"{where}: expected {key} {list(want)}, got {got}")
 
     def run_step(self, step: Step) -> None:
+        if step.kind == "tick":
+            # the clock advances one tick (models/clock.py)
+            self.do(Action(clock.CLOCK, clock.TICK), step)
+            return
         start = len(self.state.writer(step.writer).history)
         if step.kind == "commit_now":
             self.do(Action(step.writer, sm.BEGIN), step)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable
 
 from icecheck.engines.config import ExploreConfig
+from icecheck.models.clock import CLOCK
 from icecheck.models.system import BEGIN, Action
 
 from .execute import model_for, parse_actions, run_actions, violated
@@ -36,7 +37,7 @@ def writer_order(cfg: ExploreConfig, actions: Iterable[Action]) -> list[str]:
     """Old writer names in their new order: by first action, then the idle ones."""
     order: list[str] = []
     for a in actions:
-        if a.writer not in order:
+        if a.writer not in order and a.writer != CLOCK:   # the clock is no writer
             order.append(a.writer)
     for i in range(1, len(cfg.writers) + 1):
         if f"w{i}" not in order:
@@ -91,7 +92,8 @@ def rename_writers(cfg: ExploreConfig, actions: list[Action],
     if cfg.accepted:   # so do a team's acceptances
         new_cfg = replace(new_cfg, accepted=tuple(
             (p, tuple(sorted(mapping[i] for i in ws)), r) for p, ws, r in cfg.accepted))
-    new_actions = [Action(f"w{index[a.writer] + 1}", a.kind, a.choice) for a in actions]
+    new_actions = [a if a.writer == CLOCK else Action(f"w{index[a.writer] + 1}", a.kind, a.choice)
+                   for a in actions]
     return new_cfg, new_actions
 
 

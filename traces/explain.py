@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from icecheck.models import lifecycle as life
+from icecheck.models.clock import TICK, cutoff as clock_cutoff
 from icecheck.models.filters import eval_row
 from icecheck.models.reads import read_rows
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, COMMIT_FAILED,
@@ -82,6 +83,10 @@ def _what(w: WriterState) -> str:
 
 
 def step_event(model: Model, key: str, before: State, action: Action, after: State) -> StepEvent:
+    if action.kind == TICK:    # the clock (models/clock.py): no writer's step
+        return StepEvent(action.writer, f"tick: now {after.store.now}",
+                         f"the clock advanced to tick {after.store.now}",
+                         f"clock: tick {after.store.now}")
     wb, wa = before.writer(action.writer), after.writer(action.writer)
     name = action.writer
     finished = wa.history[len(wb.history):]
@@ -162,6 +167,13 @@ def step_event(model: Model, key: str, before: State, action: Action, after: Sta
             return StepEvent(name, f"write: READ FAILED ({rec.message})",
                              f"{name}'s tasks ran and failed reading a file an expiry had "
                              f"deleted since it began: {rec.message}")
+        if rec is not None and rec.operation is not None \
+                and rec.operation.kind == "remove_orphan_files":
+            # models/orphans.py: it lists the table location and deletes
+            return StepEvent(name, f"remove orphans: {rec.message}",
+                             f"{name} listed the table location and {rec.message} (not "
+                             f"referenced by the metadata it loaded, older than tick "
+                             f"{clock_cutoff(rec.operation)})")
         return StepEvent(name, "write: tasks read and wrote files",
                          f"{name}'s tasks read the files it planned and wrote its new ones")
 
