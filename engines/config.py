@@ -26,6 +26,9 @@ from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.format import _Ctx, parse_command
 from icecheck.scenarios.yamlload import LineDict, LineList
 
+#: the most ticks a configuration's clock may advance (models/clock.py): each tick multiplies
+#: the interleavings a search explores
+MAX_TICKS = 20
 MIX_KINDS = ("insert", "delete", "update", "merge", "compact", "merge_insert", "upsert",
              "cdc_delete", "expire", "rewrite_deletes", "overwrite_files", "rewrite_manifests",
              "add_files")
@@ -51,6 +54,9 @@ class ExploreConfig:
     # writer_profiles[i] = the engine profile of writer w{i+1} ("" or absent: ``profile``), so
     # one exploration mixes engines (a Spark job and a PyIceberg script on one table)
     writer_profiles: tuple[str, ...] = ()
+    # how many times the logical clock may advance (models/clock.py): remove_orphan_files and
+    # expire_snapshots by age compare its ticks; 0 (the default): it never does
+    ticks: int = 0
     # schedule constraints between jobs (models/schedule.py): ((kind, i, j), ...) with writer
     # indexes (1-based); kind "never_overlap" or "after" (writer i starts once j has ended)
     schedule: tuple[tuple[str, int, int], ...] = ()
@@ -189,6 +195,8 @@ class ExploreConfig:
             doc["writer_profiles"] = list(self.writer_profiles)
         if self.schedule:
             doc["schedule"] = [list(c) for c in self.schedule]
+        if self.ticks:   # only with a clock: configurations recorded before stay as they were
+            doc["ticks"] = self.ticks
         if self.protect_readers:
             doc["protect_readers"] = True
         if self.accepted:
@@ -218,6 +226,7 @@ class ExploreConfig:
                 phantom_failures=bool(doc.get("phantom_failures", False)),
                 writer_profiles=tuple(doc.get("writer_profiles", ())),
                 schedule=tuple(tuple(c) for c in doc.get("schedule", ())),
+                ticks=doc.get("ticks", 0),
                 protect_readers=bool(doc.get("protect_readers", False)),
                 accepted=tuple((a["property"], tuple(a.get("writers", ())), a["reason"])
                                for a in doc.get("accepted", ())),
@@ -244,6 +253,8 @@ def check_config(cfg: ExploreConfig, doc: dict, path: str) -> None:
     def bad(message: str) -> InputError:
         return InputError(f"malformed configuration: {message}", path)
 
+    if type(cfg.ticks) is not int or not 0 <= cfg.ticks <= MAX_TICKS:
+        raise bad(f"ticks must be an integer from 0 to {MAX_TICKS}, not {cfg.ticks!r}")
     fv = doc["table"].get("format_version", 2)
     if type(fv) is not int or fv not in (2, 3):
         raise bad(f"table.format_version must be 2 or 3, not {fv!r}")
@@ -382,7 +393,7 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
                        planner=make_planner(cfg.profile, per_writer), fuse_local_steps=True,
                        phantom_failures=cfg.phantom_failures,
                        schedule=tuple((kind, f"w{i}", f"w{j}") for kind, i, j in cfg.schedule),
-                       sinks=sinks)
+                       sinks=sinks, ticks=cfg.ticks)
 
 
 #: restarts a sink may make: each multiplies what the search explores

@@ -78,8 +78,10 @@ def applies(cfg) -> bool:
     """Does the reduction apply to ``cfg``? Not with a schedule (models/schedule.py): there one
     job's start depends on another's progress (a job that ends enables the one that waits for
     it), against the independence above, which assumes a writer's enabled actions are a
-    function of its own ``WriterState``."""
-    return not getattr(cfg, "schedule", ())
+    function of its own ``WriterState``. Nor with a clock (``ticks``, models/clock.py): a tick
+    commutes with no step that writes a file (each file records the tick it was written at),
+    and remove_orphan_files deletes what other writers wrote."""
+    return not getattr(cfg, "schedule", ()) and not getattr(cfg, "ticks", 0)
 
 
 def independent(a: Action, b: Action) -> bool:

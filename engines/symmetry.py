@@ -42,6 +42,7 @@ import re
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from icecheck.models import clock as clock_
 from icecheck.models.store import ObjectStore
 from icecheck.models.system import State, WriterState, new_token
 
@@ -428,6 +429,19 @@ class Fingerprinter:
         got[1][p.index] = total
         return total
 
+    def clock_digest(self, store: ObjectStore, p: Perm) -> bytes:
+        """The digest under ``p`` of the store's clock (models/clock.py: the tick, and the
+        tick each object was written at, its path renamed by ``p``), cached on the store."""
+        got = store.clock_digests
+        if got is None or got[0] is not self:
+            got = store.clock_digests = (self, [None] * self.nperms)
+        d = got[1][p.index]
+        if d is None:
+            now, items = clock_.tick_digest(store, lambda path: self.str_code(path, p))
+            d = got[1][p.index] = _h(b"%d;" % now + b"".join(
+                code + b"@%d;" % t for code, t in items))
+        return d
+
     def str_code(self, s: str, p: Perm) -> bytes:
         """The encoding of the string ``s`` under ``p`` (``_enc``'s, cached on ``p``): a
         name of ``lift(p)(s)``."""
@@ -465,6 +479,8 @@ class Fingerprinter:
         # the same bytes as _enc of the catalog entry (a dataclass: b"D" + its digest)
         out = [b"State(D", self.obj_digest(state.catalog, p),
                b"S" + self.store_digest(state.store, p).to_bytes(16, "little"), b"("]
+        if state.store._now:       # the clock has moved (models/clock.py): only with ticks
+            out[3] = b"T" + self.clock_digest(state.store, p) + b"("
         ws = state.writers
         k, n = p.index, self.nperms
         for i in p.order(len(ws)):

@@ -309,7 +309,8 @@ def checked_lines(p: Pipeline, outcome: Outcome) -> list[str]:
              f"- properties judged: {', '.join(PROPERTIES)}",
              f"- bounds: max_states {p.max_states:,}, search {p.search}"
              + (f", max_examples {p.max_examples}, seed {p.seed}"
-                if p.search == "sample" or outcome.inconclusive else ""),
+                if p.search == "sample" or outcome.inconclusive else "")
+             + (f", clock ticks {p.config.ticks}" if p.config.ticks else ""),
              f"- catalog: {p.config.catalog}"
              + "".join(f", {flag}" for flag, on in (("faults", p.config.faults),
                                                     ("crashes", p.config.crashes),

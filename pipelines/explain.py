@@ -31,6 +31,7 @@ FORMS = {
     "REWRITE_POSITION_DELETES": "CALL system.rewrite_position_delete_files(...)",
     "REWRITE_MANIFESTS": "CALL system.rewrite_manifests(...)",
     "EXPIRE": "CALL system.expire_snapshots(..., retain_last => N)",
+    "REMOVE_ORPHAN_FILES": "CALL system.remove_orphan_files(..., older_than => N ticks ago)",
     "ADD_FILES": "add_files: register a Parquet file written elsewhere",
     "UPSERT": "one checkpoint of an upsert sink (equality deletes, then the rows)",
 }

@@ -27,7 +27,7 @@ TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs",
             "schedule", "accept"}
 JOB_KEYS = {"name", "profile", "program", "sink", "write_options"}
 SINK_KEYS = {"restarts", "restart"}
-BOUND_KEYS = {"max_states", "max_examples", "seed", "search"}
+BOUND_KEYS = {"max_states", "max_examples", "seed", "search", "ticks"}
 ACCEPT_KEYS = {"anomaly", "jobs", "reason", "until"}
 #: bounds.search: ``exhaustive`` (the default) proves an absence or ends INCONCLUSIVE when the
 #: bound cuts it; ``sample`` asks for Hypothesis sampling only (absence not proven)
@@ -476,8 +476,11 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     acceptances = _accept(doc, names, path, today)
     # the gate's judgement: what readers see always fails, but for the risks accepted (and
     # not expired); the schedule is part of the runs the model explores
+    # bounds.ticks: how many times the logical clock may advance (models/clock.py)
+    from icecheck.engines.config import MAX_TICKS
+    ticks = _int(bounds, "ticks", 0, 0, MAX_TICKS, path, "bounds")
     cfg = replace(cfg, schedule=schedule, protect_readers=True, accepted=tuple(
-        a.entry(names) for a in acceptances if not a.expired))
+        a.entry(names) for a in acceptances if not a.expired), ticks=ticks)
     return Pipeline(path, cfg.name, cfg, tuple(jobs),
                     _int(bounds, "max_states", 200_000, 1, 10_000_000, path, "bounds"),
                     _int(bounds, "max_examples", 500, 1, 1_000_000, path, "bounds"),

@@ -152,6 +152,16 @@ def candidates(p: Pipeline, jobs: tuple[str, ...]) -> list[Candidate]:
         for prof in others:
             if prof != mine and get_profile(prof).engine != get_profile(mine).engine:
                 out.append((f"run `{j}` on {prof}", _profile_edit(index[j], prof)))
+    # remove orphan files only older than any run of a job lasts (models/clock.py): the model's
+    # runs last at most bounds.ticks ticks
+    if p.config.ticks:
+        age = str(p.config.ticks)
+        for j in involved:
+            out.append((f"remove orphan files older than {age} ticks in `{j}` (older_than: "
+                        f"{age}, the clock's bound: longer than any job runs)",
+                        _command_edit(index[j], "REMOVE_ORPHAN_FILES",
+                                      lambda c, a=age: {} if str(c.get("older_than")) == a
+                                      else {"older_than": a})))
     # a streaming sink's restart finds its last commit only if the expiry kept it: keep more
     # snapshots than the other jobs can commit meanwhile (models/lifecycle.py)
     sinks = {i - 1 for i, _, _ in p.config.sinks}
