@@ -148,3 +148,18 @@ def test_pyiceberg_add_files_twice_control_is_refused():
 def test_spark_add_files_twice_duplicates_rows():
     out = _run("spark_add_files_twice_duplicates_rows.py", "spark")
     assert "rows: [(1, 'a'), (2, 'b'), (2, 'b')]; live entries of the backfill file: 2" in out
+
+
+def test_spark_remove_orphan_files_deletes_uncommitted_job_files():
+    """Iceberg's documented risk, replayed: the clean-up deletes a job's file written three
+    days ago and not yet committed; the job commits it and reading the table fails
+    (examples/slow-backfill-orphan-cleanup.yaml)."""
+    out = _run("spark_remove_orphan_files_deletes_uncommitted_job_files.py", "spark")
+    assert "the file exists: False" in out
+    assert "NotFoundException: File does not exist: file:" in out
+
+
+def test_spark_remove_orphan_files_keeps_a_younger_file():
+    out = _run("spark_remove_orphan_files_deletes_uncommitted_job_files.py", "spark",
+               args=("--control",), control=True)
+    assert "deleted: []" in out and "rows: [(1, 'a'), (2, 'b')]" in out
