@@ -69,6 +69,9 @@ class ExploreConfig:
     # writers that run as streaming sinks (models/lifecycle.py): ((writer index, restarts,
     # restart kinds), ...)
     sinks: tuple[tuple[int, int, tuple[str, ...]], ...] = ()
+    # each writer's own catalog client (models/clients.py), when a pipeline's job names one:
+    # ((writer index, swap, faults, applied_failed, catalog name), ...); () = the catalog's
+    clients: tuple[tuple[int, str, bool, bool, str], ...] = ()
 
     def profile_of(self, index: int) -> str:
         """The profile of writer ``w{index}`` (1-based)."""
@@ -205,6 +208,9 @@ class ExploreConfig:
         if self.sinks:
             doc["sinks"] = [{"writer": i, "restarts": n, "restart": list(kinds)}
                             for i, n, kinds in self.sinks]
+        if self.clients:
+            doc["clients"] = [{"writer": i, "swap": k, "faults": f, "applied_failed": a,
+                               "name": n} for i, k, f, a, n in self.clients]
         return doc
 
     @staticmethod
@@ -232,7 +238,10 @@ class ExploreConfig:
                                for a in doc.get("accepted", ())),
                 sinks=tuple((int(x["writer"]), int(x.get("restarts", 1)),
                              tuple(x.get("restart", ("checkpoint",))))
-                            for x in doc.get("sinks", ())))
+                            for x in doc.get("sinks", ())),
+                clients=tuple((int(x["writer"]), str(x["swap"]), bool(x.get("faults", False)),
+                               bool(x.get("applied_failed", False)), str(x.get("name", "")))
+                              for x in doc.get("clients", ())))
         except KeyError as e:
             raise InputError(f"malformed configuration: missing key {e.args[0]!r} (an "
                              f"exploration configuration needs profile, table.schema and "
@@ -393,7 +402,18 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
                        planner=make_planner(cfg.profile, per_writer), fuse_local_steps=True,
                        phantom_failures=cfg.phantom_failures,
                        schedule=tuple((kind, f"w{i}", f"w{j}") for kind, i, j in cfg.schedule),
-                       sinks=sinks, ticks=cfg.ticks)
+                       sinks=sinks, ticks=cfg.ticks,
+                       clients=tuple(client_spec(cfg, c, path) for c in cfg.clients))
+
+
+def client_spec(cfg: ExploreConfig, c: tuple, path: str):
+    """Writer ``w{i}``'s own catalog client (models/clients.py)."""
+    from icecheck.models.clients import SWAPS, ClientSpec
+    i, kind, faults, applied_failed, name = c
+    if not 1 <= i <= len(cfg.writers) or kind not in SWAPS:
+        raise InputError(f"client of writer w{i}: a writer 1-{len(cfg.writers)} and a swap "
+                         f"({', '.join(SWAPS)}), not {kind!r}", path)
+    return ClientSpec(f"w{i}", kind, faults, applied_failed, name or None)
 
 
 #: restarts a sink may make: each multiplies what the search explores

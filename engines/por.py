@@ -80,8 +80,11 @@ def applies(cfg) -> bool:
     it), against the independence above, which assumes a writer's enabled actions are a
     function of its own ``WriterState``. Nor with a clock (``ticks``, models/clock.py): a tick
     commutes with no step that writes a file (each file records the tick it was written at),
-    and remove_orphan_files deletes what other writers wrote."""
-    return not getattr(cfg, "schedule", ()) and not getattr(cfg, "ticks", 0)
+    and remove_orphan_files deletes what other writers wrote. Nor beside a Hive writer that
+    takes the metastore lock (models/clients.py): while it holds it, no other locking writer
+    may check."""
+    return not getattr(cfg, "schedule", ()) and not getattr(cfg, "ticks", 0) and not any(
+        c[1] == "hms_lock" for c in getattr(cfg, "clients", ()))
 
 
 def independent(a: Action, b: Action) -> bool:

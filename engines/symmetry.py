@@ -91,7 +91,9 @@ def symmetry_classes(cfg) -> list[list[int]]:
             continue
         # writers on different engine profiles plan the same command differently: never swap them
         profile = cfg.profile_of(i) if hasattr(cfg, "profile_of") else ""
-        norm.append((profile, repr(_rename_value(prog, {i: 0}))))
+        # nor writers on different catalog clients (models/clients.py)
+        client = next((c[1:] for c in getattr(cfg, "clients", ()) if c[0] == i), None)
+        norm.append((profile, client, repr(_rename_value(prog, {i: 0}))))
     classes: dict[Any, list[int]] = {}
     for i, key in enumerate(norm, 1):
         classes.setdefault(key, []).append(i)

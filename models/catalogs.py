@@ -341,6 +341,96 @@ def pipeline_catalog(doc: dict, path: str) -> dict:
     return out
 
 
+# -- a job's own client ------------------------------------------------------------------------
+CLIENT_KEYS = ("name", "faults", "applied_failed")
+#: Hive clients that take the metastore lock: Java's default, and PyIceberg always
+#: (models/catalogs.yaml hive, hive-no-lock's pyiceberg entry)
+LOCKING = ("hive",)
+
+
+def _family(name: str) -> str:
+    return name.split("-")[0]
+
+
+def job_clients(doc: dict, path: str, catalog: dict) -> tuple:
+    """Each job's catalog client, when any job names one (``client:``), as ((writer index,
+    swap, faults, applied_failed, catalog name), ...) for ``ExploreConfig.clients``; () when
+    none does (every writer then commits as the catalog section says). ``client:`` is a named
+    catalog of the same family as the pipeline's (``hive-no-lock`` beside ``hive``), or a
+    mapping of ``name`` and the flags, which a job's client library must be able to see
+    (models/catalogs.yaml); a job that names none uses the catalog section's. Hive jobs that
+    lock beside jobs that do not get the two-step locked swap (models/clients.py)."""
+    from icecheck.models.clients import HMS_LOCK
+    from icecheck.models.profiles import get_profile
+    from icecheck.scenarios.errors import InputError
+    from icecheck.scenarios.yamlload import kind_of
+    jobs = doc.get("jobs")
+    jobs = jobs if isinstance(jobs, list) else []
+    if not any(isinstance(j, dict) and "client" in j for j in jobs):
+        return ()
+    server = catalog.get("name")
+    if server is None:
+        raise InputError("a job's client: needs the pipeline's catalog by name (catalog: hive, "
+                         "catalog: {name: rest, ...}; docs/catalogs.md), not a model kind",
+                         path, _line(doc, "catalog"))
+    out = []
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict):
+            continue
+        what = f"jobs[{i}].client"
+        node = job.get("client", {})
+        at = _line(job, "client") or _line(job)
+        if isinstance(node, str):
+            node = {"name": node}
+        if not isinstance(node, dict):
+            raise InputError(f"{what} must be a catalog name such as hive-no-lock or a mapping "
+                             f"of {', '.join(CLIENT_KEYS)}, not {kind_of(node)}", path, at)
+        for k in node:
+            if k not in CLIENT_KEYS:
+                raise InputError(f"{what}: unknown key {k!r}; expected some of "
+                                 f"{', '.join(CLIENT_KEYS)}", path, _line(node, k) or at)
+        for flag in ("faults", "applied_failed"):
+            if not isinstance(node.get(flag, False), bool):
+                raise InputError(f"{what}.{flag} must be true or false", path,
+                                 _line(node, flag) or at)
+        name = node.get("name", server)
+        named = lookup(name) if isinstance(name, str) else None
+        if named is None or not named.writable:
+            raise InputError(f"{what}: unknown catalog {name!r}; expected one of "
+                             f"{', '.join(n for n in names() if lookup(n).writable)}", path, at)
+        if _family(named.name) != _family(server):
+            raise InputError(f"{what}: a {named.name} client cannot commit to the pipeline's "
+                             f"{server} catalog (a client of the same catalog: "
+                             f"{', '.join(n for n in names() if _family(n) == _family(server))})",
+                             path, at)
+        try:
+            lib = client_of_engine(get_profile(job.get("profile")).engine)
+        except (KeyError, TypeError):
+            continue         # the loader refuses the profile at its own line
+        entry = named.client(lib)
+        if entry is not None and entry.unsupported:
+            raise InputError(f"{what}: profile {job.get('profile')} commits through {lib}, which "
+                             f"cannot use catalog {named.name}: {entry.unsupported}", path, at)
+        wanted = {"commit_unknown": node.get("faults", catalog.get("faults", False)),
+                  "applied_failed": node.get("applied_failed",
+                                             node.get("faults", catalog.get("applied_failed",
+                                                                            False)))}
+        on = named.faults_for((lib,))
+        if node.get("applied_failed") is True and "applied_failed" not in on:
+            raise InputError(f"{what}.applied_failed: a {lib} client of {named.name} cannot see "
+                             f"this fault (docs/catalogs.md)", path, _line(node, "applied_failed")
+                             or at)
+        locks = named.name in LOCKING or (lib == "pyiceberg" and _family(named.name) == "hive")
+        out.append([i + 1, named.kind, bool(wanted["commit_unknown"]) and "commit_unknown" in on,
+                    bool(wanted["applied_failed"]) and "applied_failed" in on, named.name, locks])
+    hive = [c for c in out if _family(c[4]) == "hive"]
+    if any(c[5] for c in hive) and not all(c[5] for c in hive):
+        for c in hive:
+            if c[5]:
+                c[1] = HMS_LOCK
+    return tuple(tuple(c[:5]) for c in out)
+
+
 # -- docs/catalogs.md's generated part ---------------------------------------------------------
 
 def markdown() -> str:

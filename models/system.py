@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable
 
 from . import catalog as cat
+from . import clients as clients_
 from . import expire as exp
 from . import lifecycle as life
 from . import refs as refs_
@@ -58,7 +59,10 @@ VALIDATED = "validated"
 PREPARED = "prepared"
 DONE = "done"
 CRASHED = "crashed"
-ACTIVE_PHASES = (SCANNED, WRITTEN, REFRESHED, VALIDATED, PREPARED)
+# a Hive writer that took the metastore lock and checked the location, before its write
+# (models/clients.py HMS_LOCK)
+LOCKED = "locked"
+ACTIVE_PHASES = (SCANNED, WRITTEN, REFRESHED, VALIDATED, PREPARED, LOCKED)
 
 # Outcomes of one operation.
 COMMITTED = "committed"
@@ -91,7 +95,7 @@ ACTION_KINDS = (BEGIN, WRITE, REFRESH, VALIDATE, WRITE_METADATA, CAS, CAS_REPLY_
 READS_HEAD = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_NOT_APPLIED, CAS_APPLIED_FAILED,
                         RESTART})
 NEXT_PHASE_ACTION = {SCANNED: WRITE, WRITTEN: REFRESH, REFRESHED: VALIDATE,
-                     VALIDATED: WRITE_METADATA, PREPARED: CAS}
+                     VALIDATED: WRITE_METADATA, PREPARED: CAS, LOCKED: CAS}
 
 EMPTY_METADATA_PATH = "v0.metadata.json"
 #: Entries of ``Model.step``'s memo before it is emptied (a long search's memory stays bounded;
@@ -103,7 +107,7 @@ TICK = clock_.TICK
 ACTION_KINDS += (TICK,)
 #: a writer in these phases is inside one commit attempt (refresh to swap), during which the
 #: clock does not advance (models/clock.py)
-MID_ATTEMPT = (REFRESHED, VALIDATED, PREPARED)
+MID_ATTEMPT = (REFRESHED, VALIDATED, PREPARED, LOCKED)
 
 
 def new_token() -> tuple:
@@ -340,10 +344,13 @@ class ModelConfig:
     phantom_failures: bool = False
     # which jobs may not overlap or run in sequence (models/schedule.py): ((kind, a, b), ...)
     schedule: tuple = ()
-    # how many times the clock may advance (models/clock.py); 0: it never does
-    ticks: int = 0
     # the writers that run as streaming sinks, crash and restart (models/lifecycle.SinkSpec)
     sinks: tuple = ()
+    # writers whose catalog client differs from the catalog's default (models/clients.py
+    # ClientSpec): their swap and the faults that reach them
+    clients: tuple = ()
+    # how many times the clock may advance (models/clock.py); 0: it never does
+    ticks: int = 0
 
 
 @dataclass(frozen=True)
@@ -476,6 +483,10 @@ class Model:
         #: does the table set commit.retry.num-retries itself? (see _retries)
         self._table_retries = "commit.retry.num-retries" in dict(config.table.properties)
         self._sinks = {s.writer: s for s in config.sinks}   # see models/lifecycle.py
+        #: each writer's client (models/clients.py): its swap, and which faults reach it
+        self._clients = {c.writer: c for c in config.clients}
+        self._lockers = frozenset(c.writer for c in config.clients
+                                  if clients_.needs_lock_step(c.kind))
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -533,6 +544,14 @@ class Model:
             got = wd.get("_icecheck_acts")
             out.append(got[1] if got is not None and got[0] is tag
                        else self.writer_actions(state, w))
+        if self._lockers:
+            # while a Hive writer holds the metastore lock, no other locking writer checks
+            # (models/clients.py)
+            holder = next((w.name for w in state.writers if w.phase == LOCKED), None)
+            if holder is not None:
+                out = [tuple(a for a in part if not (a.kind == CAS and w.phase == PREPARED))
+                       if w.name in self._lockers and w.name != holder else part
+                       for w, part in zip(state.writers, out)]
         if self._schedule:
             # a job the schedule holds back may not begin its first command (models/schedule.py)
             held = sched.blocked(self._schedule, state.writers, self._positions)
@@ -572,11 +591,7 @@ class Model:
             return [Action(w.name, BEGIN, i) for i in range(len(entries[w.op_index]))]
         if not w.active:
             return []
-        out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
-        if w.phase == PREPARED and self.config.faults:
-            out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
-        if w.phase == PREPARED and self.config.phantom_failures and w.whole is None:
-            out.append(Action(w.name, CAS_APPLIED_FAILED))
+        out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])] + self._faults_at(w)
         if self.config.crashes:
             out.append(Action(w.name, CRASH))
         return out
@@ -596,12 +611,22 @@ class Model:
                 return [Action(w.name, BEGIN, i)
                         for i in range(len(entries[sink.next_batch]))] + crash
             return crash
-        out = [Action(w.name, NEXT_PHASE_ACTION[w.phase])]
-        if w.phase == PREPARED and self.config.faults:
-            out += [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)]
-        if w.phase == PREPARED and self.config.phantom_failures and w.whole is None:
+        return [Action(w.name, NEXT_PHASE_ACTION[w.phase])] + self._faults_at(w) + crash
+
+    def _faults_at(self, w: WriterState) -> list[Action]:
+        """The catalog faults that can reach the writer's swap now: its client's
+        (models/clients.py), else the configuration's. A locking Hive writer's swap is the
+        write after its check (``LOCKED``); every other writer's is its one ``cas``."""
+        client = self._clients.get(w.name)
+        at = LOCKED if client is not None and w.name in self._lockers else PREPARED
+        if w.phase != at:
+            return []
+        faults = self.config.faults if client is None else client.faults
+        phantom = self.config.phantom_failures if client is None else client.applied_failed
+        out = [Action(w.name, CAS_REPLY_LOST), Action(w.name, CAS_NOT_APPLIED)] if faults else []
+        if phantom and w.whole is None:
             out.append(Action(w.name, CAS_APPLIED_FAILED))
-        return out + crash
+        return out
 
     # -- step -----------------------------------------------------------------------------
     def step(self, state: State, action: Action) -> State:
@@ -1325,12 +1350,19 @@ class Model:
     def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
         base = state.metadata_at(w.refreshed_path)
         new = state.metadata_at(w.pending_path)
-        return cat.swap(self.config.catalog, state.catalog, base.path, base.version, new.path,
-                        new.version)
+        client = self._clients.get(w.name)
+        if client is None:
+            return cat.swap(self.config.catalog, state.catalog, base.path, base.version,
+                            new.path, new.version)
+        return clients_.swap(client.kind, state.catalog, base.path, base.version, new.path,
+                             new.version, locked=w.phase == LOCKED)
 
     def _cas(self, state: State, w: WriterState, a: Action) -> State:
         result = self._swap(state, w)
         new = state.metadata_at(w.pending_path)
+        if not result.applied and result.message is None:
+            # a locking Hive writer's check passed: it holds the lock until its write
+            return self._put_writer(state, replace(w, phase=LOCKED))
         if result.applied:
             store = None
             if w.operation.kind == EXPIRE_SNAPSHOTS:

@@ -74,7 +74,9 @@ def command_lines(p: Pipeline) -> list[str]:
         prof = get_profile(profile)
         rules = prof.commands
         forms = {**FORMS, **(PYICEBERG_FORMS if prof.engine.startswith("pyiceberg") else {})}
-        lines.append(f"- job `{name}` ({profile}):")
+        client = next((c for c in p.config.clients if c[0] == i), None)
+        lines.append(f"- job `{name}` ({profile}" + (f", {client_text(client)}" if client else "")
+                     + "):")
         sink = next((s for s in p.config.sinks if s[0] == i), None)
         if sink is not None:
             from icecheck.models import lifecycle as life
@@ -98,6 +100,16 @@ def command_lines(p: Pipeline) -> list[str]:
                 lines.append(f"  - {n}. or {len(entry) - SHOWN} more alternatives (the "
                              f"template's other values)")
     return lines
+
+
+def client_text(client: tuple) -> str:
+    """How a job's own catalog client commits (models/clients.py), in words."""
+    from icecheck.models.clients import HMS_LOCK
+    _, kind, faults, applied_failed, name = client
+    swap = ("takes the metastore lock, checks the location, then writes without comparing "
+            "(beside jobs that do not lock)" if kind == HMS_LOCK else f"swap {kind}")
+    flags = [f for f, on in (("reply lost", faults), ("applied but failed", applied_failed)) if on]
+    return f"client {name}: {swap}" + (f"; faults: {', '.join(flags)}" if flags else "")
 
 
 def writer_names(p: Pipeline, trace: dict) -> dict[str, str]:

@@ -25,7 +25,7 @@ from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_f
 
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds",
             "schedule", "accept"}
-JOB_KEYS = {"name", "profile", "program", "sink", "write_options"}
+JOB_KEYS = {"name", "profile", "program", "sink", "write_options", "client"}
 SINK_KEYS = {"restarts", "restart"}
 BOUND_KEYS = {"max_states", "max_examples", "seed", "search", "ticks"}
 ACCEPT_KEYS = {"anomaly", "jobs", "reason", "until"}
@@ -357,6 +357,8 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     # a catalog's name (catalog: rest) or the model's kind, and its faults: models/catalogs.py
     from icecheck.models.catalogs import pipeline_catalog
     catalog = pipeline_catalog(doc, path)      # {kind, faults, crashes, applied_failed, name}
+    from icecheck.models.catalogs import job_clients
+    clients = job_clients(doc, path, catalog)  # each job's own client, when one names it
     kind = catalog["kind"]
     domain_node = _mapping(doc.get("domain", {}), "domain", path, {"keys", "partitions"},
                            _line(doc, "domain"))
@@ -443,7 +445,7 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
         key=str(doc.get("key", next(iter(schema)))),
         name=str(doc.get("name", path)),
         writer_profiles=tuple("" if p == profiles[0] else p for p in profiles),
-        sinks=tuple(sinks))
+        sinks=tuple(sinks), clients=clients)
     # each command on its own line first, so a bad one names the line it is on
     table = None
     try:

@@ -162,6 +162,14 @@ def candidates(p: Pipeline, jobs: tuple[str, ...]) -> list[Candidate]:
                         _command_edit(index[j], "REMOVE_ORPHAN_FILES",
                                       lambda c, a=age: {} if str(c.get("older_than")) == a
                                       else {"older_than": a})))
+    # Hive jobs that lock beside jobs that do not: one locking setting for every job
+    # (models/clients.py); a job whose client: is a name on its own line
+    if any(c[1] == "hms_lock" for c in p.config.clients):
+        for i, _, _, _, name in p.config.clients:
+            if name != "hive":
+                j = names[i - 1]
+                out.append((f"commit `{j}` with the metastore lock, as the other jobs do "
+                            f"(client: hive)", _client_edit(i - 1, "hive")))
     # a streaming sink's restart finds its last commit only if the expiry kept it: keep more
     # snapshots than the other jobs can commit meanwhile (models/lifecycle.py)
     sinks = {i - 1 for i, _, _ in p.config.sinks}
@@ -195,6 +203,16 @@ def _yaml_str(s: str) -> str:
 def _job_node(doc: LineDict, i: int):
     jobs = doc.get("jobs")
     return jobs[i] if isinstance(jobs, list) and i < len(jobs) else None
+
+
+def _client_edit(i: int, client: str):
+    """Job ``i``'s ``client: NAME`` (a name on its own line) set to ``client``."""
+    def edit(lines, doc):
+        job = _job_node(doc, i)
+        if not isinstance(job, LineDict) or not isinstance(job.get("client"), str):
+            return None
+        return _set_on_line(lines, job.line_of("client"), "client", client)
+    return edit
 
 
 def _profile_edit(i: int, profile: str):

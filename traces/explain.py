@@ -15,8 +15,8 @@ from icecheck.models.filters import eval_row
 from icecheck.models.reads import read_rows
 from icecheck.models.system import (BEGIN, CAS, CAS_NOT_APPLIED, CAS_REPLY_LOST, COMMIT_FAILED,
                                     COMMIT_UNKNOWN, COMMITTED, CRASH, NOOP, READ_FAILED, REFRESH,
-                                    RESTART, VALIDATION_FAILED, WRITE, Action, Model, State,
-                                    WriterState)
+                                    LOCKED, RESTART, VALIDATION_FAILED, WRITE, Action, Model,
+                                    State, WriterState)
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,11 @@ def step_event(model: Model, key: str, before: State, action: Action, after: Sta
             return StepEvent(name, f"cas: UNKNOWN ({'applied' if rec.applied else 'not applied'})",
                              f"{name}'s swap reply was lost ({applied}); {name} sees "
                              f"CommitStateUnknownException", table)
+        if wa.phase == LOCKED and wb.phase != LOCKED:
+            return StepEvent(name, "cas: took the metastore lock, location checked",
+                             f"{name} took the Hive metastore lock and found the table's "
+                             f"metadata location still at its base; it writes next, without "
+                             f"comparing (a writer that does not lock can commit in between)")
         if wa.attempt > wb.attempt:
             return StepEvent(name, f"cas: lost race, retry {wa.attempt}",
                              f"{name}'s swap lost the race (the table moved to {_snap(before)}); "
