@@ -45,6 +45,10 @@ VERDICTS = {
          "run `spark-gdpr-delete` on pyiceberg-0.12-snapshot",
          "never run `pyiceberg-patch` and `spark-gdpr-delete` at the same time (schedule: "
          "never_overlap: [pyiceberg-patch, spark-gdpr-delete])"}),
+    "nightly-dedup-beside-streaming-append.yaml": (
+        1, {"lost_write": ("fail", "must_hold"), "undelete": ("fail", "must_hold")},
+        {"give `nightly-dedup`'s OVERWRITE_PARTITIONS the write options isolation-level "
+         "serializable and validate-from-snapshot-id read"}),
     "backfill-add-files-retried.yaml": (
         1, {"duplicate_keys": ("fail", "known_finding")},
         {"never run `backfill-attempt-1` and `backfill-attempt-2` at the same time (schedule: "
