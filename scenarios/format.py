@@ -33,7 +33,7 @@ from .yamlload import Ctx as _Ctx, LineDict, LineList, kind_of, load_yaml_file
 
 FORMAT_VERSION = 1
 TOP_KEYS = {"version", "id", "description", "catalog", "profile", "writer_profiles", "table",
-            "files", "steps", "expect", "conformance"}
+            "files", "steps", "expect", "conformance", "sinks", "clients"}
 TABLE_KEYS = {"format_version", "schema", "partition_spec", "properties"}
 FILE_KEYS = {"content", "rows", "partition", "record_count", "bounds", "null_counts", "deletes",
              "equality_ids"}
@@ -104,7 +104,7 @@ class Step:
     operation: Operation | None = None
     command: Any = None
     phase: str | None = None
-    fault: str | None = None
+    fault: str | None = None      # a fault's kind; a restart's way; a crash's before_commit_log
     expect: StepExpect | None = None
 
 
@@ -133,6 +133,10 @@ class Scenario:
     conformance_skip: dict[str, str] = field(default_factory=dict)
     # writer -> its own engine profile (a writer not named runs on ``profile``)
     writer_profiles: dict[str, str] = field(default_factory=dict)
+    # streaming sinks (models/lifecycle.py): writer -> (restarts, ways to restart it)
+    sinks: dict[str, tuple] = field(default_factory=dict)
+    # writers' own catalog clients (models/clients.py): writer -> (swap, faults, applied_failed)
+    clients: dict[str, tuple] = field(default_factory=dict)
 
     def profile_of(self, writer: str) -> str | None:
         return self.writer_profiles.get(writer, self.profile)
@@ -234,8 +238,10 @@ def _parse_scenario(doc: Any, path: str) -> Scenario:
                 raise ctx.fail(f"writer_profiles: unknown profile {p!r} for {w}; known: "
                                f"{', '.join(sorted(known))}", wp, w)
             writer_profiles[str(w)] = p
+    sinks = _parse_sinks(ctx, doc, profile, writer_profiles)
+    clients = _parse_clients(ctx, doc)
     steps = parse_steps(ctx, table, files, ctx.seq(doc.get("steps"), "steps", doc, "steps"), profile,
-                        writer_profiles)
+                        writer_profiles, sinks)
     expect = parse_final_expect(ctx, table, files, doc.get("expect"), doc)
     skip = {}
     if "conformance" in doc:
@@ -244,7 +250,62 @@ def _parse_scenario(doc: Any, path: str) -> Scenario:
         for target in conf.get("skip", []):
             skip[str(target)] = str(conf.get("reason", "not expressible on this target"))
     return Scenario(path, sid, str(doc.get("description", "")).strip(), catalog, profile, table,
-                    files, steps, expect, skip, writer_profiles)
+                    files, steps, expect, skip, writer_profiles, sinks, clients)
+
+
+def _parse_sinks(ctx: _Ctx, doc: LineDict, profile, writer_profiles: dict) -> dict:
+    """``sinks: {w1: {restarts: 1, restart: [checkpoint]}}``: writers that run as streaming
+    sinks of their profile's engine (models/lifecycle.py)."""
+    from icecheck.models import lifecycle as life
+    from icecheck.models.profiles import get_profile
+    out: dict[str, tuple] = {}
+    if "sinks" not in doc:
+        return out
+    node = ctx.mapping(doc["sinks"], "sinks", doc, "sinks")
+    for w, spec in node.items():
+        _writer_name(ctx, w, node, w)
+        spec = ctx.mapping(spec if spec is not None else LineDict(), f"sinks.{w}", node, w)
+        ctx.keys(spec, {"restarts", "restart"}, f"sinks.{w}")
+        prof = writer_profiles.get(str(w), profile)
+        mode = life.mode_of(get_profile(prof).engine) if prof else None
+        if mode is None:
+            raise ctx.fail(f"sinks.{w}: its profile ({prof}) runs no streaming sink the model "
+                           f"knows (a Flink or a Spark profile)", node, w)
+        n = spec.get("restarts", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 3:
+            raise ctx.fail(f"sinks.{w}.restarts must be an integer in [0, 3], not {n!r}", spec,
+                           "restarts")
+        kinds = spec.get("restart", [life.CHECKPOINT])
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        allowed = life.RESTART_KINDS[mode]
+        if not isinstance(kinds, list) or not kinds or any(k not in allowed for k in kinds):
+            raise ctx.fail(f"sinks.{w}.restart: one or more of {', '.join(allowed)} for a {mode} "
+                           f"sink, not {kinds!r}", spec, "restart" if "restart" in spec else None)
+        out[str(w)] = (n, tuple(dict.fromkeys(kinds)))
+    return out
+
+
+def _parse_clients(ctx: _Ctx, doc: LineDict) -> dict:
+    """``clients: {w2: {swap: hms_lock, faults: true}}``: a writer's own catalog client
+    (models/clients.py); writers not named commit as ``catalog`` says."""
+    from icecheck.models.clients import SWAPS
+    out: dict[str, tuple] = {}
+    if "clients" not in doc:
+        return out
+    node = ctx.mapping(doc["clients"], "clients", doc, "clients")
+    for w, spec in node.items():
+        _writer_name(ctx, w, node, w)
+        spec = ctx.mapping(spec, f"clients.{w}", node, w)
+        ctx.keys(spec, {"swap", "faults", "applied_failed"}, f"clients.{w}")
+        swap = spec.get("swap", doc.get("catalog", cat.CAS))
+        if swap not in SWAPS:
+            raise ctx.fail(f"clients.{w}.swap: one of {', '.join(SWAPS)}, not {swap!r}", spec,
+                           "swap")
+        for flag in ("faults", "applied_failed"):
+            if not isinstance(spec.get(flag, False), bool):
+                raise ctx.fail(f"clients.{w}.{flag} must be true or false", spec, flag)
+        out[str(w)] = (swap, spec.get("faults", False), spec.get("applied_failed", False))
+    return out
 
 
 # -- table ------------------------------------------------------------------------------------
@@ -779,7 +840,13 @@ def _check_supported(ctx, profile: str, command, node, table: TableConfig) -> No
 
 
 def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
-                profile: str | None, writer_profiles: dict[str, str] | None = None) -> list[Step]:
+                profile: str | None, writer_profiles: dict[str, str] | None = None,
+                sinks: dict | None = None) -> list[Step]:
+    """The steps. A streaming sink's (``sinks``) may also ``begin`` with no command (its next
+    batch: the one a restart runs again), ``crash`` between commits (``before_commit_log:
+    true``: Spark's commit log not yet written), ``restart`` (``from:`` one of its ways) and
+    ``commit`` what a restart began; the run checks that each such step can happen."""
+    sinks = sinks or {}
     steps: list[Step] = []
     anonymous = 0
     begun: dict[str, bool] = {}
@@ -800,14 +867,29 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
         elif "commit" in s:
             ctx.keys(s, {"commit", "expect"}, "a commit step")
             w = _writer_name(ctx, s["commit"], s, "commit")
-            if not begun.get(w):
+            if not begun.get(w) and w not in sinks:
                 raise ctx.fail(f"commit: writer {w} has not begun (add a 'begin: {w}' step first)",
                                s, "commit")
             begun[w] = False
             steps.append(Step("commit", line, w, expect=expect))
+        elif "begin" in s and _writer_name(ctx, s["begin"], s, "begin") in sinks \
+                and "command" not in s:
+            ctx.keys(s, {"begin", "expect"}, "a sink's begin step (its next batch)")
+            steps.append(Step("begin", line, str(s["begin"]), expect=expect))
+        elif "restart" in s:
+            ctx.keys(s, {"restart", "from", "expect"}, "a restart step")
+            w = _writer_name(ctx, s["restart"], s, "restart")
+            if w not in sinks:
+                raise ctx.fail(f"restart: writer {w} is not a streaming sink (list it under "
+                               f"'sinks')", s, "restart")
+            how = s.get("from", sinks[w][1][0])
+            if how not in sinks[w][1]:
+                raise ctx.fail(f"restart.from: {w} restarts {', '.join(sinks[w][1])} (its "
+                               f"'sinks' entry), not {how!r}", s, "from")
+            steps.append(Step("restart", line, w, fault=how, expect=expect))
         elif "begin" in s:
             w = _writer_name(ctx, s["begin"], s, "begin")
-            if begun.get(w):
+            if begun.get(w) and w not in sinks:
                 raise ctx.fail(f"begin: writer {w} is still running its previous operation", s, "begin")
             begun[w] = True
             if "command" in s:
@@ -832,7 +914,7 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
             if kind not in ("reply_lost", "not_applied", "applied_failed"):
                 raise ctx.fail("fault.kind must be reply_lost, not_applied or applied_failed",
                                f, "kind")
-            if not begun.get(w):
+            if not begun.get(w) and w not in sinks:
                 raise ctx.fail(f"fault: writer {w} has not begun", f, "writer")
             # applied_failed: the writer retries and is committed by a later step
             begun[w] = kind == "applied_failed"
@@ -846,20 +928,24 @@ def parse_steps(ctx: _Ctx, table: TableConfig, files: dict, node: LineList,
                                f"not {n!r}", s, "tick")
             steps.extend(Step("tick", line, "clock") for _ in range(n))
         elif "crash" in s:
-            ctx.keys(s, {"crash", "expect"}, "a crash step")
+            ctx.keys(s, {"crash", "expect", "before_commit_log"}, "a crash step")
             w = _writer_name(ctx, s["crash"], s, "crash")
-            if not begun.get(w):
+            if not begun.get(w) and w not in sinks:
                 raise ctx.fail(f"crash: writer {w} has not begun", s, "crash")
+            if "before_commit_log" in s and (w not in sinks or s["before_commit_log"] is not True):
+                raise ctx.fail("crash.before_commit_log: true, for a streaming sink only",
+                               s, "before_commit_log")
             begun[w] = False
-            steps.append(Step("crash", line, w, expect=expect))
+            steps.append(Step("crash", line, w, expect=expect,
+                              fault="before_commit_log" if "before_commit_log" in s else None))
         else:
             phase = next((p for p in PHASE_STEPS if p in s), None)
             if phase is None:
                 raise ctx.fail("a step is one of commit, begin, "
-                               f"{', '.join(PHASE_STEPS)}, fault, crash, tick", node, i)
+                               f"{', '.join(PHASE_STEPS)}, fault, crash, restart, tick", node, i)
             ctx.keys(s, {phase, "expect"}, f"a {phase} step")
             w = _writer_name(ctx, s[phase], s, phase)
-            if not begun.get(w):
+            if not begun.get(w) and w not in sinks:
                 raise ctx.fail(f"{phase}: writer {w} has not begun", s, phase)
             steps.append(Step("phase", line, w, phase=phase, expect=expect))
     if not steps:

@@ -12,6 +12,7 @@ from icecheck.models import clock
 from icecheck.models import system as sm
 from icecheck.models.expire import missing_objects
 from icecheck.models.reads import live_file_paths, manifest_counts, read_rows
+from icecheck.models.clients import ClientSpec
 from icecheck.models.system import Action, Model, ModelConfig, State, WriterProgram
 
 from .errors import InputError
@@ -86,6 +87,9 @@ def model_config(scenario: Scenario, planner=None) -> ModelConfig:
     for step in scenario.steps:
         if step.kind in ("commit_now", "begin"):
             intent = step.operation if step.operation is not None else step.command
+            if intent is None:      # a streaming sink's next batch: one already listed
+                programs.setdefault(step.writer, [])
+                continue
             programs.setdefault(step.writer, []).append((intent,))
     writers = tuple(WriterProgram(name, tuple(entries)) for name, entries in programs.items())
     if planner is None and any(s.command is not None for s in scenario.steps):
@@ -95,7 +99,17 @@ def model_config(scenario: Scenario, planner=None) -> ModelConfig:
     return ModelConfig(scenario.table, writers, scenario.catalog, faults=scenario.uses_faults,
                        crashes=scenario.uses_crashes, planner=planner,
                        phantom_failures=scenario.uses_phantom_failures,
-                       ticks=scenario.ticks)
+                       ticks=scenario.ticks, sinks=_sinks(scenario),
+                       clients=tuple(ClientSpec(w, swap, faults, applied)
+                                     for w, (swap, faults, applied) in scenario.clients.items()))
+
+
+def _sinks(scenario: Scenario) -> tuple:
+    """The scenario's streaming sinks (models/lifecycle.py), each of its profile's engine."""
+    from icecheck.models import lifecycle as life
+    from icecheck.models.profiles import get_profile
+    return tuple(life.SinkSpec(w, life.mode_of(get_profile(scenario.profile_of(w)).engine),
+                               n, kinds) for w, (n, kinds) in scenario.sinks.items())
 
 
 class _Run:
@@ -178,6 +192,25 @@ class _Run:
                 got = getattr(v, key) if v.operation is not None else "no snapshot"
                 self.failures.append(f"{where}: expected {key} {list(want)}, got {got}")
 
+    def restart(self, step: Step) -> None:
+        """A streaming sink's restart (models/lifecycle.py). Its ``expect: {message}`` is the
+        error a restore that cannot read its checkpoint fails with; ``outcome: committed`` (or
+        none) that it started."""
+        from icecheck.models import lifecycle as life
+        spec = self.model._sinks[step.writer]
+        self.do(Action(step.writer, sm.RESTART, spec.kinds.index(step.fault)), step)
+        w = self.state.writer(step.writer)
+        last = w.sink.restarts[-1]
+        failed = (f"Failed to open input stream for file: "
+                  f"{life.manifest_path(spec, last[2], last[5])}" if len(last) > 5 else None)
+        if step.expect is not None and step.expect.message is not None and \
+                not (failed or "").startswith(step.expect.message):
+            self.failures.append(f"line {step.line} ({step.writer}): expected the restart to fail "
+                                 f"with {step.expect.message!r}, got "
+                                 f"{failed or 'a restart that succeeded'}")
+        if step.expect is not None and step.expect.message is None and failed:
+            self.failures.append(f"line {step.line} ({step.writer}): the restart failed: {failed}")
+
     def run_step(self, step: Step) -> None:
         if step.kind == "tick":
             # the clock advances one tick (models/clock.py)
@@ -215,7 +248,11 @@ class _Run:
                         "applied_failed": sm.CAS_APPLIED_FAILED}[step.fault]
                 self.do(Action(step.writer, kind), step)
         elif step.kind == "crash":
-            self.do(Action(step.writer, sm.CRASH), step)
+            from icecheck.models.lifecycle import CRASH_AFTER_LOG, CRASH_BEFORE_LOG
+            self.do(Action(step.writer, sm.CRASH, CRASH_BEFORE_LOG
+                           if step.fault == "before_commit_log" else CRASH_AFTER_LOG), step)
+        elif step.kind == "restart":
+            self.restart(step)
         self.finished(step, start)
 
 

@@ -190,3 +190,34 @@ def test_a_sink_pipeline_round_trips_its_configuration(tmp_path):
                                                    "no-state]}")).config
     assert cfg.sinks == ((1, 2, ("checkpoint", "no-state")),)
     assert ExploreConfig.from_json(cfg.as_json()).sinks == cfg.sinks
+
+
+SCENARIO = """version: 1
+profile: {profile}
+table:
+  schema: {{id: int, v: string}}
+sinks:
+  w1: {sink}
+steps:
+  - begin: w1
+    command: {{sql: INSERT, rows: [[10, s]]}}
+  - commit: w1
+  - crash: w1
+  - {restart}
+"""
+
+
+@pytest.mark.parametrize("profile, sink, restart, says, line", [
+    ("pyiceberg-0.12-serializable", "{}", "restart: w1", "runs no streaming sink", 6),
+    (SPARK, "{restart: [no-state]}", "restart: w1", "checkpoint for a spark-streaming sink", 6),
+    (FLINK, "{restart: [checkpoint]}", "restart: w2", "w2 is not a streaming sink", 12),
+    (FLINK, "{restart: [checkpoint]}", "{restart: w1, from: savepoint}",
+     "w1 restarts checkpoint", 12),
+])
+def test_a_bad_sink_scenario_names_its_line(tmp_path, profile, sink, restart, says, line):
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(profile=profile, sink=sink, restart=restart))
+    r = CliRunner().invoke(main, ["scenario", "run", str(path)])
+    assert r.exit_code == 2, r.output
+    assert f"s.yaml:{line}" in r.output and says in r.output and "Traceback" not in r.output, \
+        r.output
