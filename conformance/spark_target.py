@@ -280,6 +280,9 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
     if intent.kind == EXPIRE:
         if gate:
             raise NotExpressible("expire_snapshots has no scan to gate")
+        if "older_than" in dict(intent.options):
+            # an age in ticks of the model's clock (models/clock.py), which no real run has
+            raise NotExpressible("expire_snapshots older_than counts ticks of the model's clock")
         catalog, _, ident = name.partition(".")
         n = dict(intent.options).get("retain_last", 1)
         return [f"CALL {catalog}.system.expire_snapshots(table => '{ident}', "

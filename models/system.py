@@ -1510,7 +1510,9 @@ class Model:
         commit attempt."""
         if action != Action(clock_.CLOCK, TICK) or action not in self.actions(state):
             raise StepError(f"{action} is not enabled: the clock is at tick "
-                            f"{state.store.now} of {self._ticks}")
+                            f"{state.store.now} of {self._ticks}; it advances only while a "
+                            f"writer has a step left and none is inside a commit attempt "
+                            f"(from its refresh to its swap)")
         return _new_state(state.catalog, clock_.advance(state.store), state.writers)
 
     def _remove_orphans(self, state: State, w: WriterState) -> State:
