@@ -72,6 +72,9 @@ class ExploreConfig:
     # each writer's own catalog client (models/clients.py), when a pipeline's job names one:
     # ((writer index, swap, faults, applied_failed, catalog name), ...); () = the catalog's
     clients: tuple[tuple[int, str, bool, bool, str], ...] = ()
+    # engine profiles the configuration defines itself (a pipeline's ``profiles:``), as the
+    # YAML text models/profiles.register_inline reads; "" for none
+    inline_profiles: str = ""
 
     def profile_of(self, index: int) -> str:
         """The profile of writer ``w{index}`` (1-based)."""
@@ -208,6 +211,8 @@ class ExploreConfig:
         if self.sinks:
             doc["sinks"] = [{"writer": i, "restarts": n, "restart": list(kinds)}
                             for i, n, kinds in self.sinks]
+        if self.inline_profiles:
+            doc["profiles_yaml"] = self.inline_profiles
         if self.clients:
             doc["clients"] = [{"writer": i, "swap": k, "faults": f, "applied_failed": a,
                                "name": n} for i, k, f, a, n in self.clients]
@@ -215,6 +220,13 @@ class ExploreConfig:
 
     @staticmethod
     def from_json(doc: dict, path: str = "<config>") -> "ExploreConfig":
+        inline = doc.get("profiles_yaml", "") if isinstance(doc, dict) else ""
+        if inline:
+            if not isinstance(inline, str):
+                raise InputError("malformed configuration: profiles_yaml must be the YAML text "
+                                 "of a profiles: mapping", path)
+            from icecheck.models.profiles import register_inline
+            register_inline(inline, path)
         try:
             t = doc["table"]
             writers = tuple(tuple(tuple(_freeze(c) for c in entry) for entry in prog)
@@ -239,6 +251,7 @@ class ExploreConfig:
                 sinks=tuple((int(x["writer"]), int(x.get("restarts", 1)),
                              tuple(x.get("restart", ("checkpoint",))))
                             for x in doc.get("sinks", ())),
+                inline_profiles=inline,
                 clients=tuple((int(x["writer"]), str(x["swap"]), bool(x.get("faults", False)),
                                bool(x.get("applied_failed", False)), str(x.get("name", "")))
                               for x in doc.get("clients", ())))
@@ -366,6 +379,10 @@ def build_model_config(cfg: ExploreConfig, path: str = "<config>") -> ModelConfi
     """The model configuration: setup commit of the initial rows, then the writers' programs."""
     if cfg.catalog not in cat.KINDS:
         raise InputError(f"unknown catalog {cfg.catalog!r}; expected one of {', '.join(cat.KINDS)}", path)
+    if cfg.inline_profiles:
+        # the configuration's own profiles: whatever replays it (a worker) knows them
+        from icecheck.models.profiles import register_inline
+        register_inline(cfg.inline_profiles, path)
     if len(cfg.writer_profiles) > len(cfg.writers):
         raise InputError(f"{len(cfg.writer_profiles)} writer profiles for {len(cfg.writers)} "
                          f"writers", path)

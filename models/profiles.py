@@ -242,8 +242,14 @@ def _parse_file(path: str) -> dict[str, Profile]:
 
     ctx = _Ctx(path)
     doc = ctx.mapping(load_yaml_file(path), "a profile file")
+    return parse_profiles(ctx, ctx.mapping(doc.get("profiles"), "profiles", doc, "profiles"),
+                          path)
+
+
+def parse_profiles(ctx, profiles, path: str) -> dict[str, Profile]:
+    """The profiles of a ``profiles:`` mapping (a profile file's, or a pipeline's own: ``ctx``
+    names the file and its lines)."""
     out = {}
-    profiles = ctx.mapping(doc.get("profiles"), "profiles", doc, "profiles")
     for name, node in profiles.items():
         node = ctx.mapping(node, f"profile {name}", profiles, name)
         flags = ("validate_on_first_attempt", "idempotent_retry", "separate_rewrites",
@@ -298,6 +304,43 @@ def _load(dirs: tuple[str, ...]) -> dict[str, Profile]:
     return out
 
 
+#: profiles a configuration carries itself (a pipeline's ``profiles:``): name -> (the YAML
+#: text of its definition, the Profile). A configuration registers them as it is built, so
+#: anything that replays it (a trace, a Spark executor) knows them (``register_inline``).
+_INLINE: dict[str, tuple[str, "Profile"]] = {}
+
+
+def inline_text(profiles: dict) -> str:
+    """The canonical YAML text of a ``profiles:`` mapping's plain data (what a configuration
+    carries: ``ExploreConfig.inline_profiles``)."""
+    import json
+
+    import yaml
+    return yaml.safe_dump({"profiles": json.loads(json.dumps(profiles))}, sort_keys=True)
+
+
+def register_inline(text: str, source: str) -> tuple[str, ...]:
+    """Register the profiles of ``text`` (``inline_text``); their names. A name of a built-in
+    or ``$ICECHECK_PROFILES`` profile is refused (an inline profile cannot redefine one);
+    registering a name again replaces its definition."""
+    from icecheck.scenarios.errors import InputError
+    from icecheck.scenarios.yamlload import Ctx as _Ctx, load_yaml
+
+    ctx = _Ctx(source)
+    doc = ctx.mapping(load_yaml(text, source), "profiles")
+    node = ctx.mapping(doc.get("profiles"), "profiles", doc, "profiles")
+    shipped = _load(tuple(profile_dirs()))
+    for name in node:
+        if name in shipped:
+            raise InputError(f"profile {name} is already defined (in {shipped[name].source}); "
+                             f"a profile of the file's own needs a name of its own",
+                             source, node.line_of(name))
+    parsed = parse_profiles(ctx, node, source)
+    for name, prof in parsed.items():
+        _INLINE[name] = (text, prof)
+    return tuple(parsed)
+
+
 def load_profiles() -> dict[str, Profile]:
     """Every profile: the built-in ones and those of the folders ``$ICECHECK_PROFILES`` names.
     A malformed profile file is an ``InputError`` naming its file and line; so is an entry of
@@ -311,7 +354,10 @@ def load_profiles() -> dict[str, Profile]:
             what = "is a file, not a folder" if os.path.exists(d) else "does not exist"
             raise InputError(f"names {d!r}, which {what}: it names folders of profile files "
                              f"(*.yaml), separated by {os.pathsep!r}", "ICECHECK_PROFILES")
-    return _load(tuple(dirs))
+    shipped = _load(tuple(dirs))
+    if not _INLINE:
+        return shipped
+    return {**shipped, **{name: prof for name, (_, prof) in _INLINE.items()}}
 
 
 def get_profile(name: str) -> Profile:

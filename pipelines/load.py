@@ -24,7 +24,7 @@ from icecheck.scenarios.errors import InputError
 from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_file
 
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds",
-            "schedule", "accept"}
+            "schedule", "accept", "profiles"}
 JOB_KEYS = {"name", "profile", "program", "sink", "write_options", "client"}
 SINK_KEYS = {"restarts", "restart"}
 BOUND_KEYS = {"max_states", "max_examples", "seed", "search", "ticks"}
@@ -331,6 +331,29 @@ def _sink(job: dict, i: int, profile: str, path: str) -> tuple[int, int, tuple[s
     return i, restarts, tuple(dict.fromkeys(kinds))
 
 
+def _inline_profiles(doc: dict, path: str) -> str:
+    """The pipeline's own engine profiles (``profiles:``, the syntax of a profile file's, checked
+    at their lines), registered for its jobs to name; the YAML text the configuration carries
+    (models/profiles.py ``register_inline``), or ""."""
+    if "profiles" not in doc:
+        return ""
+    from icecheck.models.profiles import (_load, inline_text, parse_profiles, profile_dirs,
+                                          register_inline)
+    from icecheck.scenarios.yamlload import Ctx
+    ctx = Ctx(path)
+    node = ctx.mapping(doc["profiles"], "profiles", doc, "profiles")
+    shipped = _load(tuple(profile_dirs()))
+    for name in node:
+        if name in shipped:
+            raise InputError(f"profiles: {name} is already defined (in {shipped[name].source}); "
+                             f"a profile of the pipeline's own needs a name of its own", path,
+                             _line(node, name))
+    parse_profiles(ctx, node, path)          # every problem at its line in this file
+    text = inline_text(node)
+    register_inline(text, path)
+    return text
+
+
 def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     """``today`` decides which acceptances have expired (default: the machine's date)."""
     today = today or datetime.date.today()
@@ -364,6 +387,7 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
                            _line(doc, "domain"))
     domain = {"key": _values(domain_node, "keys", [1], path),
               "partition": _values(domain_node, "partitions", [], path)}
+    inline = _inline_profiles(doc, path)    # the file's own engine profiles, if any
     jobs_node = doc["jobs"]
     if not isinstance(jobs_node, list) or not jobs_node:
         raise InputError("jobs must be a non-empty list", path, _line(doc, "jobs"))
@@ -445,7 +469,7 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
         key=str(doc.get("key", next(iter(schema)))),
         name=str(doc.get("name", path)),
         writer_profiles=tuple("" if p == profiles[0] else p for p in profiles),
-        sinks=tuple(sinks), clients=clients)
+        sinks=tuple(sinks), clients=clients, inline_profiles=inline)
     # each command on its own line first, so a bad one names the line it is on
     table = None
     try:

@@ -53,16 +53,16 @@ VERDICTS = {
         1, {"duplicate_keys": ("fail", "known_finding")},
         {"never run `backfill-attempt-1` and `backfill-attempt-2` at the same time (schedule: "
          "never_overlap: [backfill-attempt-1, backfill-attempt-2])"}),
+    "spark-streaming-sink-expiry.yaml": (
+        1, {"duplicate_keys": ("fail", "must_hold")},
+        {"keep the last 2 snapshots in `expire-snapshots` (retain_last: 2), more than the other "
+         "jobs commit while `events-stream` is down: its restart still finds its last commit"}),
     "slow-backfill-orphan-cleanup.yaml": (
         1, {"readable": ("fail", "must_hold")},
         {"remove orphan files older than 2 ticks in `orphan-cleanup` (older_than: 2, the "
          "clock's bound: longer than any job runs)",
          "never run `orphan-cleanup` and `slow-backfill` at the same time (schedule: "
          "never_overlap: [orphan-cleanup, slow-backfill])"}),
-    "spark-streaming-sink-expiry.yaml": (
-        1, {"duplicate_keys": ("fail", "must_hold")},
-        {"keep the last 2 snapshots in `expire-snapshots` (retain_last: 2), more than the other "
-         "jobs commit while `events-stream` is down: its restart still finds its last commit"}),
 }
 
 
