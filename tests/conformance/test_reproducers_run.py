@@ -163,3 +163,88 @@ def test_spark_remove_orphan_files_keeps_a_younger_file():
     out = _run("spark_remove_orphan_files_deletes_uncommitted_job_files.py", "spark",
                args=("--control",), control=True)
     assert "deleted: []" in out and "rows: [(1, 'a'), (2, 'b')]" in out
+
+
+def test_spark_streaming_sink_recommits_after_expiry():
+    """A restarted streaming query re-runs its batch 0 (commit log entry missing) after the
+    sink's snapshot was expired: Iceberg's sink finds no snapshot of its query id and commits
+    epoch 0 again."""
+    out = _run("spark_streaming_sink_recommits_after_expiry.py", "spark")
+    assert "SparkWrite: Committing epoch 0 for query" in out
+    assert "rows after restart: [(1, 'a'), (1, 'a'), (2, 'b'), (2, 'b'), " \
+           "(100, 'other writer')]" in out
+
+
+def test_spark_streaming_sink_skips_recommitted_epoch_without_expiry():
+    out = _run("spark_streaming_sink_recommits_after_expiry.py", "spark", args=("--control",),
+               control=True)
+    assert "as it was already committed" in out
+    assert "rows after restart: [(1, 'a'), (2, 'b'), (100, 'other writer')]" in out
+
+
+#: a Python with PyFlink 1.20 (pip install apache-flink==1.20.*), kept out of icecheck's venv
+FLINK_PYTHON = os.environ.get("FLINK_PYTHON", "/work/flinkvenv/bin/python")
+#: a git directory of apache/iceberg (tag apache-iceberg-1.10.2) to build the Flink connector from
+ICEBERG_GIT_DIR = os.environ.get("ICEBERG_GIT_DIR", "/work/.mirror/apache+iceberg/repo")
+
+
+def _flink_jars():
+    """ICEBERG_FLINK_JARS for the Flink reproducer: the Iceberg 1.10.2 Flink 1.20 connector
+    (built from source once into .cache/icecheck/jars/ unless ICEBERG_FLINK_JARS is set), the
+    Iceberg Spark runtime it was compiled against, and pyspark's Hadoop client jars; skipped
+    when PyFlink or the source is not here."""
+    if os.environ.get("ICEBERG_FLINK_JARS"):
+        return os.environ["ICEBERG_FLINK_JARS"]
+    if not os.path.exists(FLINK_PYTHON):
+        pytest.skip(f"no PyFlink 1.20 at {FLINK_PYTHON} (set FLINK_PYTHON)")
+    from icecheck.conformance.targets import TargetUnavailable, get_target
+    try:
+        get_target("spark").ready()
+    except TargetUnavailable as e:
+        pytest.skip(f"spark unavailable: {e}")
+    from icecheck.conformance.spark_session import classpath
+    import pyspark
+    pyspark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    jar = os.path.join(ROOT, ".cache", "icecheck", "jars",
+                       "iceberg-flink-1.20-1.10.2-from-source.jar")
+    if not os.path.exists(jar):
+        if not os.path.isdir(ICEBERG_GIT_DIR):
+            pytest.skip(f"no apache/iceberg source at {ICEBERG_GIT_DIR} (set ICEBERG_GIT_DIR)")
+        pyflink_lib = subprocess.run(
+            [FLINK_PYTHON, "-c", "import os, pyflink; "
+                                 "print(os.path.join(os.path.dirname(pyflink.__file__), 'lib'))"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        env = dict(os.environ, ICEBERG_GIT_DIR=ICEBERG_GIT_DIR, PYFLINK_LIB=pyflink_lib,
+                   ICEBERG_SPARK_JARS=",".join(classpath()), PYSPARK_JARS=pyspark_jars)
+        subprocess.run(["bash", os.path.join(REPRO, "build_iceberg_flink_from_source.sh"), jar],
+                       check=True, env=env, capture_output=True, timeout=300)
+    hadoop = []
+    for prefix in ("hadoop-client-api-", "hadoop-client-runtime-", "commons-logging-",
+                   "metrics-core-", "zstd-jni-"):
+        hadoop += sorted(os.path.join(pyspark_jars, f) for f in os.listdir(pyspark_jars)
+                         if f.startswith(prefix) and f.endswith(".jar"))[:1]
+    return ",".join([jar, *classpath(), *hadoop])
+
+
+def _run_flink(*args):
+    env = dict(os.environ, ICEBERG_FLINK_JARS=_flink_jars())
+    p = subprocess.run([FLINK_PYTHON, os.path.join(REPRO, "flink_sink_recommits_after_expiry.py"),
+                        *args], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    return p.stdout
+
+
+def test_flink_sink_recommits_after_expiry():
+    """FlinkSink restored from a checkpoint it had committed, its temporary manifest still
+    there (a crash between the commit and its deletion), after the snapshot recording the
+    checkpoint was expired: the checkpoint's files are committed again."""
+    out = _run_flink()
+    assert "REPRODUCED: the committer found no snapshot of job 1" in out
+    assert "rows after the restore: [(1, 'flink job'), (1, 'flink job'), (2, 'flink job')" in out
+
+
+def test_flink_sink_restore_fails_after_expiry_when_manifest_cleaned():
+    """The usual case, the manifest deleted after the commit: the restore fails instead."""
+    out = _run_flink("--manifest-cleaned")
+    assert "Caused by: org.apache.iceberg.exceptions.NotFoundException: Failed to open input " \
+           "stream for file: file:" in out
