@@ -221,3 +221,26 @@ def test_a_bad_sink_scenario_names_its_line(tmp_path, profile, sink, restart, sa
     assert r.exit_code == 2, r.output
     assert f"s.yaml:{line}" in r.output and says in r.output and "Traceback" not in r.output, \
         r.output
+
+
+def test_the_starters_streaming_job_client_and_profile_check_once_uncommented(tmp_path):
+    """icecheck init's commented examples of a sink, a job's own client and a profile of the
+    file's own are valid as written."""
+    from icecheck.pipelines.load import load_pipeline
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(here, "pipelines", "starter.yaml"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if "name: events-stream" in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("# How your orchestrator"))
+    out = []
+    for i, line in enumerate(lines):
+        if start <= i < end and not line.startswith("# Engines"):
+            line = line.replace("# ", "", 1)
+        out.append(line)
+    text = "\n".join(out).replace("name: rest ", "name: rest\n  ", 1)
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    cfg = load_pipeline(str(path)).config
+    assert cfg.sinks and cfg.clients and "our-spark-fork" in cfg.inline_profiles
+    from icecheck.models import profiles
+    profiles._INLINE.pop("our-spark-fork", None)
