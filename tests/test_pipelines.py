@@ -54,7 +54,7 @@ VERDICTS = {
         {"never run `backfill-attempt-1` and `backfill-attempt-2` at the same time (schedule: "
          "never_overlap: [backfill-attempt-1, backfill-attempt-2])"}),
     "spark-streaming-sink-expiry.yaml": (
-        1, {"duplicate_keys": ("fail", "must_hold")},
+        1, {"duplicate_keys": ("fail", "known_finding")},
         {"keep the last 2 snapshots in `expire-snapshots` (retain_last: 2), more than the other "
          "jobs commit while `events-stream` is down: its restart still finds its last commit"}),
     "slow-backfill-orphan-cleanup.yaml": (
