@@ -67,12 +67,14 @@ from .operations import Operation
 
 FLINK = "flink"
 SPARK = "spark-streaming"
-MODES = (FLINK, SPARK)
+KAFKA_CONNECT = "kafka-connect"
+MODES = (FLINK, SPARK, KAFKA_CONNECT)
 
 CHECKPOINT = "checkpoint"   # restore the latest completed checkpoint (the same job / query)
 SAVEPOINT = "savepoint"     # Flink: an older completed checkpoint, as a new job
 NO_STATE = "no-state"       # Flink: a new job without the committer's state
-RESTART_KINDS = {FLINK: (CHECKPOINT, SAVEPOINT, NO_STATE), SPARK: (CHECKPOINT,)}
+RESTART_KINDS = {FLINK: (CHECKPOINT, SAVEPOINT, NO_STATE), SPARK: (CHECKPOINT,),
+                 KAFKA_CONNECT: (CHECKPOINT,)}
 RESTART_TEXT = {
     CHECKPOINT: "restarted from its latest completed checkpoint",
     SAVEPOINT: "was redeployed from an older savepoint as a new job",
@@ -86,6 +88,10 @@ FLINK_OPERATOR_ID = "flink.operator-id"
 FLINK_MAX_COMMITTED = "flink.max-committed-checkpoint-id"
 SPARK_QUERY_ID = "spark.sql.streaming.queryId"
 SPARK_EPOCH_ID = "spark.sql.streaming.epochId"
+#: Coordinator.java at 1.11.0: OFFSETS_SNAPSHOT_PROP_FMT (with the connect group id) and
+#: COMMIT_ID_SNAPSHOT_PROP
+KC_OFFSETS = "kafka.connect.offsets.{group}"
+KC_COMMIT_ID = "kafka.connect.commit-id"
 SINK_COMMIT = "SINK_COMMIT"
 
 
@@ -95,6 +101,8 @@ def mode_of(engine: str) -> str | None:
         return FLINK
     if engine.startswith("spark"):
         return SPARK
+    if engine.startswith("kafka-connect"):
+        return KAFKA_CONNECT
     return None
 
 
@@ -173,7 +181,7 @@ class SinkCommit:
 
     def describe(self) -> str:
         what = ", ".join(f"batch {b + 1}" for b in self.batches)
-        unit = "checkpoint" if self.mode == FLINK else "epoch"
+        unit = {FLINK: "checkpoint", KAFKA_CONNECT: "offsets up to"}.get(self.mode, "epoch")
         how = " restored after a restart" if self.restored else ""
         return f"streaming commit of {what} ({unit} {self.ckpt}{how})"
 
@@ -182,6 +190,8 @@ class SinkCommit:
 
 
 def job_id(spec: SinkSpec, job: int) -> str:
+    if spec.mode == KAFKA_CONNECT:
+        return f"{spec.writer}-connect"       # the connect group: it survives restarts
     return f"{spec.writer}-job-{job}" if spec.mode == FLINK else f"{spec.writer}-query-{job}"
 
 
@@ -194,6 +204,11 @@ def stamp(spec: SinkSpec, job: int, ckpt: int) -> tuple:
     if spec.mode == FLINK:
         return ((FLINK_JOB_ID, job_id(spec, job)), (FLINK_OPERATOR_ID, operator_id(spec)),
                 (FLINK_MAX_COMMITTED, str(ckpt)))
+    if spec.mode == KAFKA_CONNECT:
+        # the control topic's offsets after this commit's events (merged with those committed:
+        # Coordinator.commitToTable, lines 231-236), and the commit's id
+        return ((KC_OFFSETS.format(group=job_id(spec, job)), f'{{"0":{ckpt}}}'),
+                (KC_COMMIT_ID, f"{spec.writer}-commit-{ckpt}"))
     return ((SPARK_QUERY_ID, job_id(spec, job)), (SPARK_EPOCH_ID, str(ckpt)))
 
 
@@ -211,6 +226,13 @@ def last_committed(spec: SinkSpec, head, job: int) -> int | None:
                 value = summary.get(FLINK_MAX_COMMITTED)
                 if value is not None:
                     return int(value)
+        elif spec.mode == KAFKA_CONNECT:
+            # lastCommittedOffsetsForTable (Coordinator.java:302-319 at 1.11.0): the first
+            # snapshot carrying the group's offsets, back from the branch's head
+            value = summary.get(KC_OFFSETS.format(group=me))
+            if value is not None:
+                import json
+                return int(json.loads(value)["0"])
         elif summary.get(SPARK_QUERY_ID) == me:
             return int(summary[SPARK_EPOCH_ID])
     return INITIAL_CHECKPOINT_ID if spec.mode == FLINK else None
@@ -288,6 +310,14 @@ def skip_message(spec: SinkSpec, sink: SinkState, intent: SinkCommit, head) -> s
         return (f"Skipping committing checkpoint {intent.ckpt}. {sink.committed} is already "
                 f"committed.")
     last = last_committed(spec, head, intent.job)
+    if spec.mode == KAFKA_CONNECT:
+        # the batch's events sit at control-topic offset ckpt - 1; commitToTable keeps the
+        # envelopes at or after the committed offset (lines 238-246), and with none left commits
+        # nothing (lines 269-271)
+        if last is None or intent.ckpt - 1 >= last:
+            return None
+        return (f"Coordinator {spec.writer}-coordinator found nothing to commit to table "
+                f"default.t, skipping")
     if last is None or intent.ckpt > last:
         return None
     return (f"Skipping epoch {intent.ckpt} for query {job_id(spec, intent.job)} as it was "
@@ -367,7 +397,7 @@ def restart(spec: SinkSpec, sink: SinkState, kind: str, head
     NotFoundException), and fails again at every attempt: the job cannot come back (apache/
     iceberg#5846, apache/amoro#930)."""
     point = restore_points(spec, sink, kind)
-    if spec.mode == SPARK:
+    if spec.mode != FLINK:       # Spark's commit log, Kafka Connect's consumer offsets
         nxt = point.next_batch if point is not None else 0
         log = sink.restarts + ((kind, point.ckpt if point else None, sink.job, None, ()),)
         return SinkState(job=sink.job, jobs=sink.jobs, next_batch=nxt,
@@ -445,6 +475,10 @@ def restart_text(spec: SinkSpec, after: SinkState) -> str:
                 f"that checkpoint's temporary manifest once its commit succeeded, and the "
                 f"restore fails reading it (\"Failed to open input stream for file: "
                 f"{manifest_path(spec, job, gone)}\"), at every attempt: the job is down")
+    if spec.mode == KAFKA_CONNECT:
+        start = 1 if ckpt is None else after.next_batch + 1
+        return (f"{how}: its coordinator reads the control topic again from the consumer offsets "
+                f"it committed, so batch {start} is committed next")
     if spec.mode == SPARK:
         if ckpt is None:
             return f"{how}: no batch is in its commit log, so it runs batch 1 again"
@@ -467,6 +501,10 @@ def restart_text(spec: SinkSpec, after: SinkState) -> str:
 def crash_text(spec: SinkSpec, before: SinkState, choice: int) -> str | None:
     """A sink's crash between commits, in words; None for a crash during a commit."""
     if choice == CRASH_BEFORE_LOG and before.fresh_log:
+        if spec.mode == KAFKA_CONNECT:
+            return ("crashed after its commit of batch "
+                    f"{before.checkpoints[-1].ckpt}, before its coordinator committed the "
+                    f"control topic's consumer offsets (Coordinator.doCommit, line 177)")
         return ("crashed after its commit of epoch "
                 f"{before.checkpoints[-1].ckpt}, before Spark wrote it to the commit log")
     return None
@@ -483,6 +521,12 @@ def describe(mode: str, restarts: int, kinds: tuple[str, ...]) -> tuple[str, str
                 "streaming commit: AppendFiles (MergeAppend) of every pending checkpoint, "
                 "stamped flink.job-id / flink.max-committed-checkpoint-id: no validation; a "
                 "restore commits again what the table's summaries do not show")
+    if mode == KAFKA_CONNECT:
+        return (f"a Kafka Connect sink (Iceberg's connector): each entry is one coordinator "
+                f"commit; it may fail {restarts} time(s) and is restarted from the consumer "
+                f"offsets it committed",
+                "coordinator commit: AppendFiles (MergeAppend) stamped kafka.connect.offsets.<group>: "
+                "the events below the committed offsets found along the branch are left out")
     return (f"a Spark Structured Streaming query (Iceberg's streaming sink): each entry is one "
             f"micro-batch; it may fail {restarts} time(s) and is restarted {ways} (its "
             f"checkpoint location)",

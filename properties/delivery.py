@@ -11,7 +11,8 @@ its operators see the failure.
 
 from __future__ import annotations
 
-from icecheck.models.lifecycle import FLINK, NO_STATE, RESTART_TEXT, SAVEPOINT, SinkCommit
+from icecheck.models.lifecycle import (FLINK, KAFKA_CONNECT, NO_STATE, RESTART_TEXT, SAVEPOINT,
+                                       SinkCommit)
 from icecheck.models.system import DONE
 
 from .analysis import Analysis
@@ -96,6 +97,13 @@ def redelivery(a: Analysis, position: int, rows) -> tuple[str, str] | None:
                     f"snapshot expired from the table, so it committed batch {batches} again "
                     f"(IcebergFilesCommitter.initializeState, SinkUtil."
                     f"getMaxCommittedCheckpointId).", kind)
+        if intent.mode == KAFKA_CONNECT:
+            return (f" After a failure, {sink} {RESTART_TEXT[kind]} and its coordinator committed "
+                    f"batch {batches} again: looking for the offsets it committed, walking the "
+                    f"table's snapshots back from the branch's head for "
+                    f"kafka.connect.offsets.{sink}-connect, it found none, because the walk "
+                    f"stops at the first snapshot expired from the table "
+                    f"(Coordinator.lastCommittedOffsetsForTable).", kind)
         return (f" After a failure, {sink} {RESTART_TEXT[kind]} and ran batch {batches} again (epoch "
                 f"{intent.ckpt}); looking for its query's last epoch, walking the table's "
                 f"snapshots back from the current one for spark.sql.streaming.queryId "

@@ -244,3 +244,19 @@ def test_the_starters_streaming_job_client_and_profile_check_once_uncommented(tm
     assert cfg.sinks and cfg.clients and "our-spark-fork" in cfg.inline_profiles
     from icecheck.models import profiles
     profiles._INLINE.pop("our-spark-fork", None)
+
+
+def test_kafka_connect_leaves_out_what_its_offsets_say_is_committed():
+    """The coordinator reads the control topic again after a failure before its consumer-offset
+    commit: its commit leaves out events below the offsets it finds along the branch, unless an
+    expiry removed the snapshot that carried them."""
+    kc = "kafka-connect-1.11"
+    m = model_for(_cfg(kc, expire=False, other=False))
+    s = _run(m, ["w1.begin", "w1.refresh", "w1.cas", "w1.crash#1", "w1.restart", "w1.begin",
+                 "w1.refresh"])
+    assert s.writer("w1").history[-1].outcome == "noop"
+    assert "found nothing to commit" in s.writer("w1").history[-1].message
+    assert dict(s.metadata.current.summary)["kafka.connect.offsets.w1-connect"] == '{"0":1}'
+    res = search(_cfg(kc))
+    assert set(res.violations) == {"duplicate_keys"}
+    assert "lastCommittedOffsetsForTable" in res.violations["duplicate_keys"].trace["explanation"]
