@@ -5,6 +5,7 @@ surface (``sink:``) with its errors."""
 import os
 
 import pytest
+from _search_util import walk
 from click.testing import CliRunner
 
 from icecheck.cli.main import main
@@ -37,20 +38,10 @@ def _cfg(profile, kinds=("checkpoint",), batches=1, expire=True, other=True, res
 
 
 def _states(cfg, limit=100_000):
-    """Every reachable state of ``cfg`` (depth-first, by digest)."""
-    m = model_for(cfg)
-    seen, todo, out = set(), [m.initial()], []
-    while todo:
-        s = todo.pop()
-        out.append(s)
-        for a in m.actions(s):
-            s2 = m.step(s, a)
-            k = digest(s2)
-            if k not in seen:
-                seen.add(k)
-                todo.append(s2)
-        assert len(seen) < limit
-    return m, out
+    """Every reachable state of ``cfg`` (tests/_search_util.walk), with its model."""
+    ex, out = walk(cfg, limit)
+    assert len(out) < limit
+    return ex.model, out
 
 
 def _run(m, actions):

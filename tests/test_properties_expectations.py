@@ -137,7 +137,6 @@ def test_every_sometimes_event_is_reached():
     # streaming sinks that restart (models/lifecycle.py): a Flink sink restored after an
     # expiry (its restore fails), and a Spark sink re-running a committed epoch (skipped)
     from icecheck.engines.config import ExploreConfig
-    from icecheck.traces.execute import model_for
 
     def d(**k):
         return tuple(sorted(k.items()))
@@ -148,18 +147,10 @@ def test_every_sometimes_event_is_reached():
         scfg = ExploreConfig(profile=prof, writers=(batch,) + others, initial_rows=((1, "v0"),),
                              writer_profiles=("",) + ("spark-3.5-cow-serializable",) * len(others),
                              sinks=((1, 1, ("checkpoint",)),))
-        from icecheck.models.system import digest
-        sm = model_for(scfg)
-        seen, frontier = set(), [sm.initial()]
-        while frontier:
-            s = frontier.pop()
-            events |= reached(sm, s)
-            for a in sm.actions(s):
-                s2 = sm.step(s, a)
-                key = digest(s2)
-                if key not in seen:
-                    seen.add(key)
-                    frontier.append(s2)
+        from _search_util import walk
+        ex, states = walk(scfg, 100_000)
+        for s in states:
+            events |= reached(ex.model, s)
     assert set(EVENTS) - events == set()
 
 
