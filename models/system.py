@@ -110,6 +110,15 @@ ACTION_KINDS += (TICK,)
 MID_ATTEMPT = (REFRESHED, VALIDATED, PREPARED, LOCKED)
 
 
+def _in_attempt(writers) -> bool:
+    """Is a writer inside one commit attempt (``MID_ATTEMPT``)? A loop, not a generator:
+    ``Model.action_parts`` is a cpdef function in the compiled build, which takes no closure."""
+    for w in writers:
+        if w.phase in MID_ATTEMPT:
+            return True
+    return False
+
+
 def new_token() -> tuple:
     """A tag no other memo has, in this process or in any other: the memos tag what they cache
     on model objects (``Model._reach_key``, ``properties.EvalMemo``), and those attributes
@@ -557,8 +566,8 @@ class Model:
             held = sched.blocked(self._schedule, state.writers, self._positions)
             if held:
                 out = [() if w.name in held else part for w, part in zip(state.writers, out)]
-        if self._ticks and state.store._now < self._ticks and any(out) and not any(
-                w.phase in MID_ATTEMPT for w in state.writers):
+        if self._ticks and state.store._now < self._ticks and any(out) \
+                and not _in_attempt(state.writers):
             # the clock may advance while a writer has a step left, but not inside a commit
             # attempt (models/clock.py); the tick rides in the first writer's part (a checker
             # tallies a part's steps against its writer, whom a tick leaves as it is)
