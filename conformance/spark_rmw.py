@@ -52,9 +52,10 @@ class DataFrameWrite:
             w.overwrite(F.expr(self.where_sql))
 
 
-def select_sql(name: str, table, intent, gate: str | None) -> str:
-    """The SELECT of ``intent`` (a command with ``select``) reading table ``name``."""
-    from .spark_target import sql_filter, sql_literal
+def select_sql(name: str, table, intent, gate: str | None, target) -> str:
+    """The SELECT of ``intent`` (a command with ``select``) reading table ``name``; ``target``
+    is conformance/spark_target.py, whose SQL helpers it uses (passed in: no import cycle)."""
+    sql_filter, sql_literal = target.sql_filter, target.sql_literal
     names = table.schema.names
     types = table.schema.types()
     conds = []
@@ -76,10 +77,11 @@ def select_sql(name: str, table, intent, gate: str | None) -> str:
     return f"SELECT /*+ REPARTITION(1) */ {cols} FROM ({src})"
 
 
-def overwrite_statements(name: str, table, intent, gate: str | None) -> list:
+def overwrite_statements(name: str, table, intent, gate: str | None, target) -> list:
     """The statements of an OVERWRITE / OVERWRITE_PARTITIONS with ``select`` or write options,
     or of an INSERT with write options."""
-    from .spark_target import NotExpressible, _static_partition, _values_select, sql_filter
+    NotExpressible, _static_partition = target.NotExpressible, target._static_partition
+    _values_select, sql_filter = target._values_select, target.sql_filter
     if intent.kind == "INSERT":
         if gate:
             raise NotExpressible("an INSERT that overlaps another writer's commit (it has no "
@@ -87,7 +89,7 @@ def overwrite_statements(name: str, table, intent, gate: str | None) -> list:
         return [DataFrameWrite(name, _values_select(table, intent.rows), intent.write_options,
                                "append", "")]
     if intent.select is not None:
-        select = select_sql(name, table, intent, gate)
+        select = select_sql(name, table, intent, gate, target)
     else:
         select = _values_select(table, intent.rows, gate=gate, hint="/*+ REPARTITION(1) */ ")
     dynamic = intent.kind == "OVERWRITE_PARTITIONS"
@@ -101,7 +103,7 @@ def overwrite_statements(name: str, table, intent, gate: str | None) -> list:
             return ["SET spark.sql.sources.partitionOverwriteMode=static",
                     f"INSERT OVERWRITE {name} {select}"]
         names = table.schema.names
-        from .spark_target import sql_literal
+        sql_literal = target.sql_literal
         types = table.schema.types()
         spec = ", ".join(f"`{c}` = {sql_literal(v, types[c])}" for c, v in static.items())
         rest = ", ".join(f"`{n}`" for n in names if n not in static)

@@ -244,8 +244,10 @@ def statement_sql(name: str, table, intent, gate: str | None, *,
     gate_sql = f"icecheck_gate('{gate}', `{names[0]}`)" if gate else None
     if getattr(intent, "select", None) is not None or getattr(intent, "write_options", ()):
         # an overwrite computed from its own read, or a DataFrame write's options
+        # the target's own SQL helpers are passed in (spark_rmw does not import this module)
+        import sys
         from .spark_rmw import overwrite_statements
-        return overwrite_statements(name, table, intent, gate)
+        return overwrite_statements(name, table, intent, gate, sys.modules[__name__])
     if intent.kind == INSERT:
         if gate:
             raise NotExpressible("an INSERT that overlaps another writer's commit (it has no "

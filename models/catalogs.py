@@ -239,10 +239,8 @@ def lookup(name: str) -> NamedCatalog | None:
 # -- a pipeline's catalog section --------------------------------------------------------------
 
 def _line(node: Any, key: Any = None) -> int | None:
-    try:
-        return node.line_of(key) if key is not None else node.line
-    except (AttributeError, KeyError, IndexError, TypeError):
-        return getattr(node, "line", None)
+    from icecheck.scenarios.yamlload import line_of
+    return line_of(node, key)
 
 
 def _job_clients(doc: dict, path: str, named: NamedCatalog) -> tuple[str, ...]:

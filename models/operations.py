@@ -71,6 +71,13 @@ JAVA_NAMES = {
 }
 
 
+class NothingToDo(Exception):
+    """Raised by a planner (models/commands.py, models/rmw.py): the command changes no row
+    (e.g. a DELETE matching nothing), so the engine commits nothing. Defined here, below the
+    planners and the step that catches it (models/system.py re-exports it), so that neither
+    imports the other (no import cycle)."""
+
+
 @dataclass(frozen=True)
 class Validations:
     """Each Java validation switch, on or off on its own.

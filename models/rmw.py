@@ -114,7 +114,7 @@ def plan_select(cmd, table, rows: list[tuple], plan_rows: Callable):
     """The operation of ``cmd`` (an OVERWRITE or OVERWRITE_PARTITIONS with ``select``): its
     rows derived from ``rows`` (the base snapshot's rows, in scan order), then planned by
     ``plan_rows`` as the same command with those rows given."""
-    from .system import NothingToDo
+    from .operations import NothingToDo
     written = derived_rows(cmd.select, table.schema.names,
                            rows_read(cmd.where, table.schema, rows))
     if cmd.kind == "OVERWRITE_PARTITIONS" and not written:

@@ -38,7 +38,7 @@ from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
                          OVERWRITE, REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
 from .metadata import TableMetadata, snapshot_files_key
-from .operations import Operation
+from .operations import NothingToDo, Operation
 from .producer import produce_snapshot, validate_operation
 from .commands_spec import ADD_FILES, EXPIRE as EXPIRE_COMMAND, MERGE as MERGE_COMMAND
 from .store import ObjectStore
@@ -418,12 +418,6 @@ def _shared_path(w: "WriterState") -> str | None:
 
 class StepError(ValueError):
     """An action that is not enabled in the state (a malformed or drifted trace)."""
-
-
-class NothingToDo(Exception):
-    """Raised by a planner (models/commands.py): the command changes no row (e.g. a DELETE
-    matching nothing), so the engine commits nothing. Defined here, beside the step that
-    catches it, so that the model does not import its planners (no import cycle)."""
 
 
 def canonical(value: Any) -> Any:

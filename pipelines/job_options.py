@@ -21,7 +21,7 @@ KEY = "write_options"
 
 
 def _line(node: Any, key: Any = None):
-    from .load import _line as line_of
+    from icecheck.scenarios.yamlload import line_of
     return line_of(node, key)
 
 

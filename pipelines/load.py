@@ -21,7 +21,7 @@ from icecheck.engines.config import ExploreConfig, _freeze, build_model_config, 
     table_config
 from icecheck.models.profiles import get_profile, load_profiles, property_conflict
 from icecheck.scenarios.errors import InputError
-from icecheck.scenarios.yamlload import LineDict, LineList, kind_of, load_yaml_file
+from icecheck.scenarios.yamlload import LineDict, kind_of, line_of, load_yaml_file
 
 TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs", "bounds",
             "schedule", "accept", "profiles"}
@@ -76,15 +76,7 @@ class Pipeline:
         return self.jobs[i - 1][0] if 1 <= i <= len(self.jobs) else writer
 
 
-def _line(node: Any, key: Any = None) -> int | None:
-    try:
-        if isinstance(node, LineDict):
-            return node.line_of(key) if key is not None else node.line
-        if isinstance(node, LineList):
-            return node.line_of(key) if key is not None else node.line
-    except (KeyError, IndexError, AttributeError):
-        pass
-    return getattr(node, "line", None)
+_line = line_of     # a node's line, or its entry's (scenarios/yamlload.py)
 
 
 def _mapping(node: Any, what: str, path: str, allowed: set[str], line=None) -> LineDict:

@@ -214,7 +214,7 @@ def effect_of(h: History, op: Op, kf: KeyFn) -> Effect:
         if intent.select is not None:
             # INSERT OVERWRITE t SELECT ... FROM t: read-modify-write (properties/rmw.py)
             from .rmw import rmw_effect
-            return rmw_effect(h, op, kf, eff)
+            return rmw_effect(h, op, kf, eff, _set_effect)
         if kind in (COMPACT, REWRITE_MANIFESTS):
             eff.logical_noop = True
             return eff

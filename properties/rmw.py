@@ -31,9 +31,9 @@ from icecheck.models.commands_spec import OVERWRITE
 from icecheck.models.rmw import derived_rows, rows_read
 
 
-def rmw_effect(h, op, kf, eff):
-    """``eff`` filled with the effect of ``op`` (an overwrite with ``select``)."""
-    from .oracle import _set_effect
+def rmw_effect(h, op, kf, eff, set_effect):
+    """``eff`` filled with the effect of ``op`` (an overwrite with ``select``), through the
+    oracle's ``set_effect`` (passed in: the oracle imports this module)."""
     intent = op.intent
     table = h.model.table
     schema = table.schema
@@ -56,6 +56,6 @@ def rmw_effect(h, op, kf, eff):
     if kf.keyed and intent.where is not None:
         for k in kf.looked(intent.where) or ():
             eff.reads.setdefault(k, bool(base_by_key.get(k)))
-    _set_effect(eff, kf, base_by_key, list((gone - new).elements()),
+    set_effect(eff, kf, base_by_key, list((gone - new).elements()),
                 list((new - gone).elements()))
     return eff

@@ -28,9 +28,9 @@ def _columns(ctx, table, node, key: str, what: str) -> tuple[str, ...]:
     return tuple(cols)
 
 
-def parse_select(ctx, table, node) -> Select:
-    """``select: {dedup: [cols], order_by: [cols], set: {col: value}}``."""
-    from .format import _check_value
+def parse_select(ctx, table, node, check_value) -> Select:
+    """``select: {dedup: [cols], order_by: [cols], set: {col: value}}``; ``check_value`` is the
+    scenario format's (passed in: the format imports this module)."""
     snode = ctx.mapping(node["select"], "select (dedup, order_by, set)", node, "select")
     ctx.keys(snode, SELECT_KEYS, "select")
     if not snode:
@@ -53,7 +53,7 @@ def parse_select(ctx, table, node) -> Select:
             if col not in types:
                 raise ctx.fail(f"select.set sets unknown column {col!r} (the table's columns: "
                                f"{', '.join(table.schema.names)})", setnode, col)
-            got[col] = _check_value(ctx, types[col], value, setnode, col, f"column {col}")
+            got[col] = check_value(ctx, types[col], value, setnode, col, f"column {col}")
         sets = tuple(sorted(got.items()))
     if not dedup and not sets:
         raise ctx.fail("select needs dedup or set", node, "select")
@@ -76,14 +76,15 @@ def parse_write_options(ctx, node, key: str = "write_options") -> tuple:
     return tuple(sorted(out))
 
 
-def with_select_and_options(ctx, table, node, cmd):
-    """``cmd`` with the command's ``select`` and ``write_options`` (parse_command's)."""
+def with_select_and_options(ctx, table, node, cmd, check_value):
+    """``cmd`` with the command's ``select`` and ``write_options`` (parse_command's, which
+    passes its ``_check_value``)."""
     changes: dict = {}
     if "select" in node:
         if "rows" in node:
             raise ctx.fail(f"a {cmd.kind} has rows or a select, not both (select derives its "
                            f"rows from what it reads)", node, "select")
-        changes["select"] = parse_select(ctx, table, node)
+        changes["select"] = parse_select(ctx, table, node, check_value)
     if cmd.kind == OVERWRITE_PARTITIONS and "where" in node and "select" not in node:
         raise ctx.fail("an OVERWRITE_PARTITIONS replaces the partitions its rows land in: a "
                        "where belongs to a select (what it reads)", node, "where")

@@ -1113,4 +1113,4 @@ def parse_command(ctx, table, node, parent) -> Command:
                   file)
     # select (rows derived from the command's read) and Spark's write options
     from .command_options import with_select_and_options
-    return with_select_and_options(ctx, table, node, cmd)
+    return with_select_and_options(ctx, table, node, cmd, _check_value)

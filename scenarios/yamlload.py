@@ -33,6 +33,17 @@ _KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "
           (list, "a list"), (dict, "a mapping"))
 
 
+def line_of(node: Any, key: Any = None) -> int | None:
+    """The line of ``node`` (a LineDict or LineList), or of its entry ``key``; None when it
+    has none (a value read from JSON, a key it does not hold)."""
+    try:
+        if isinstance(node, (LineDict, LineList)):
+            return node.line_of(key) if key is not None else node.line
+    except (KeyError, IndexError, AttributeError, TypeError):
+        pass
+    return getattr(node, "line", None)
+
+
 def kind_of(node: Any) -> str:
     """What a YAML value is, in the file's terms (for messages: "must be a mapping, got a
     list"), never a Python class name such as ``LineList`` or ``NoneType``."""
