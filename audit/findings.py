@@ -40,6 +40,10 @@ CHECKS: dict[str, str] = {
     "main_moved_back": "lost_write",
     "sequence_number": "metadata_integrity",
     "unreachable_snapshot": "lost_write",
+    # a streaming sink's restart that cannot find its last commit commits a batch again
+    # (audit/sinks.py; docs/pipelines.md "Streaming jobs that fail and restart")
+    "sink_ancestry_broken": "duplicate_keys",
+    "sink_expiry_risk": "duplicate_keys",
 }
 assert set(CHECKS.values()) <= set(PROPERTIES)
 

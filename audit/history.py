@@ -98,6 +98,8 @@ class Lineage:
             q, s = prev.snapshot_id, cur.snapshot_id
             if q == s or self.parent(s) == q or self.is_ancestor(q, s):
                 continue
+            if self.parent(s) is None and self._expired_between(q, s):
+                continue          # its parent was expired (PyIceberg clears the parent id)
             s_line = set(self.iter_ancestry(s))
             dropped = []
             for x in self.iter_ancestry(q):      # back to the common ancestor
@@ -140,6 +142,20 @@ class Lineage:
                                    details={"previous_current": q, "dropped": dropped,
                                             "lost_data_files": len(lost)}))
         return out
+
+    def _expired_between(self, q, s) -> bool:
+        """Whether the commits between log entries ``q`` and ``s`` (which names no parent)
+        were expired: PyIceberg 0.12's expiry clears a removed snapshot's child's parent id and
+        drops the removed snapshot's log entry (its RemoveSnapshotsUpdate handler,
+        pyiceberg/table/update/__init__.py:515-533), so ``s`` follows ``q`` in the log as if
+        main had moved to a new line. On v2 and later the sequence numbers between them belong
+        to no snapshot the table has; a replace (a new line with no parent) takes the next
+        number."""
+        if self.format_version < 2:
+            return False
+        qs, ss = self.snaps[q].sequence_number or 0, self.snaps[s].sequence_number or 0
+        used = {x.sequence_number for x in self.snaps.values()}
+        return ss > qs + 1 and not any(n in used for n in range(qs + 1, ss))
 
     def _lost_files(self, dropped, live_main, added) -> list[str]:
         if live_main is None:

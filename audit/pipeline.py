@@ -27,6 +27,21 @@ a plain default, and each guess is named in a comment.
   start from (widen ``domain.keys`` to explore more).
 * **Catalog** by PyIceberg's catalog class (SQL -> jdbc, REST, Hive, Glue, DynamoDB), else a
   compare-and-swap catalog.
+* **Streaming sinks.** The snapshots one streaming sink stamped (``audit/sinks.py``: a Spark
+  query id, a Flink operator id across its job ids, a Kafka Connect offsets key) form one job
+  with ``sink:`` (it may fail once and restart from its checkpoint, docs/pipelines.md
+  "Streaming jobs that fail and restart") on its engine's profile (Spark: the table's Spark
+  INSERT profile; Flink: flink-1.20-upsert; Kafka Connect: kafka-connect-1.11), its program two
+  INSERT batches: a third multiplies the states (with three, the search of
+  examples/spark-streaming-sink-expiry.yaml outgrew the default bound of 200,000 states here)
+  without adding a way to fail. A sink whose commits are not all appends (an upsert sink)
+  stays a job of its commands: the model's sinks append.
+* **Snapshot expiry.** When the audit saw evidence of expiry (``sinks.expiry_evidence``: the
+  ``history.expire.*`` properties, a snapshot whose parent is gone, older metadata files
+  holding snapshots the table lost), an ``expire-snapshots`` job (Spark's expire_snapshots)
+  with ``retain_last`` from ``history.expire.min-snapshots-to-keep`` (else Iceberg's default,
+  1): a guess the team must set, said in its comment; so the check explores a sink restarted
+  after an expiry.
 """
 
 from __future__ import annotations
@@ -37,6 +52,8 @@ import statistics
 from collections import defaultdict
 
 from .checks import _op, _summary, short
+from .sinks import (FLINK, KAFKA_CONNECT, KC_OFFSETS_PREFIX, MIN_SNAPSHOTS_TO_KEEP, SPARK,
+                    describe_identity, identity, position)
 
 MAX_JOBS = 9
 ROW_COMMANDS = ("DELETE", "UPDATE", "MERGE")
@@ -53,6 +70,8 @@ def _int(summary: dict, key: str) -> int:
 
 def engine_of(s) -> str:
     summ = _summary(s)
+    if any(k.startswith(KC_OFFSETS_PREFIX) for k in summ):
+        return "kafka-connect"
     name = (summ.get("engine-name") or "").lower()
     if name.startswith("spark"):
         return "spark"
@@ -97,6 +116,8 @@ def _profile(engine: str, command: str, props: dict, names: list[str]) -> tuple[
 
     if engine == "flink":
         return "flink-1.20-upsert", ""
+    if engine == "kafka-connect":
+        return "kafka-connect-1.11", ""
     if engine == "pyiceberg":
         key = ISOLATION_PROPERTIES["pyiceberg"].get(command)
         level = props.get(key, "serializable") if key else "serializable"
@@ -189,24 +210,43 @@ def infer(table, report, catalog=None, external: dict | None = None) -> str:
     settable = next((c for c in columns if c != key and c not in part_cols), None)
 
     # -- jobs ----------------------------------------------------------------------------
+    ordered = sorted(meta.snapshots, key=lambda s: (s.sequence_number or 0, s.timestamp_ms))
+    sink_of = _sinks(ordered, external)
     groups: dict[tuple, list] = defaultdict(list)
-    for s in sorted(meta.snapshots, key=lambda s: (s.sequence_number or 0, s.timestamp_ms)):
+    for s in ordered:
+        if s.snapshot_id in sink_of:
+            groups[("sink",) + sink_of[s.snapshot_id]].append(s)
+            continue
         eng = engine_of(s)
         groups[(eng, command_of(s, bool(external.get(s.snapshot_id))))].append(s)
     overlapping = _overlapping(groups, report)
     jobs_spec = []
-    for (eng, cmd), snaps in groups.items():
-        jobs_spec.append((eng, cmd, snaps, ""))
-        if (eng, cmd) in overlapping:
-            jobs_spec.append((eng, cmd, snaps, overlapping[(eng, cmd)]))
-    jobs_spec.sort(key=lambda j: -len(j[2]))
-    dropped = jobs_spec[MAX_JOBS:]
-    jobs_spec = sorted(jobs_spec[:MAX_JOBS], key=lambda j: (j[2][0].sequence_number or 0,
-                                                           bool(j[3])))
+    for k, snaps in groups.items():
+        jobs_spec.append((k, snaps, ""))
+        if k in overlapping:
+            jobs_spec.append((k, snaps, overlapping[k]))
+    expiry = getattr(report, "expiry", None)
+    evidence = list(expiry.evidence) if expiry is not None else []
+    room = MAX_JOBS - (1 if evidence else 0)
+    jobs_spec.sort(key=lambda j: -len(j[1]))
+    dropped = jobs_spec[room:]
+    jobs_spec = sorted(jobs_spec[:room], key=lambda j: (j[1][0].sequence_number or 0,
+                                                        bool(j[2])))
     settings = {}
     jobs, comments = [], []
     used = set()
-    for eng, cmd, snaps, overlap in jobs_spec:
+    for k, snaps, overlap in jobs_spec:
+        n = len(jobs) + 1
+        if k[0] == "sink":
+            job, comment = _sink_job(k[1], k[2], snaps, props, names, key, columns, value, n)
+            name = job["name"]
+            while name in used:
+                name += "-2"
+            used.add(name)
+            jobs.append(dict(job, name=name))
+            comments.append(comment)
+            continue
+        eng, cmd = k
         profile, note = _profile(eng, cmd, props, names)
         if cmd not in _profile_commands(profile):
             note = (note + "; " if note else "") + \
@@ -216,11 +256,16 @@ def infer(table, report, catalog=None, external: dict | None = None) -> str:
         while name in used:
             name += "-2"
         used.add(name)
-        program = [_command(cmd, key, columns, part_cols, settable, value, external, snaps,
-                            len(jobs) + 1)]
+        program = [_command(cmd, key, columns, part_cols, settable, value, external, snaps, n)]
         jobs.append({"name": name, "profile": profile, "program": program})
         comments.append(_job_comment(snaps, note, overlap))
         _settings(settings, profile, cmd, props)
+    if evidence:
+        job, comment = _expire_job(evidence, props)
+        while job["name"] in used:
+            job["name"] += "-2"
+        jobs.append(job)
+        comments.append(comment)
     catalog_entry = _catalog(catalog)
     doc = {"name": f"inferred from {report.table}",
            "table": {"schema": columns, **({"partition_spec": spec} if spec else {}),
@@ -232,17 +277,89 @@ def infer(table, report, catalog=None, external: dict | None = None) -> str:
             f"# (metadata {report.metadata_location}).",
             "# Review it before trusting its verdict: the jobs are the table's commits grouped "
             "by engine and",
-            "# command; the rows and keys are small placeholders. Then: icecheck check THIS_FILE"]
+            "# command (a streaming sink's by its identity); the rows and keys are small "
+            "placeholders.",
+            "# Then: icecheck check THIS_FILE"]
     head += [f"# note: {n}" for n in notes]
     if dropped:
         head.append("# left out (a pipeline has at most 9 jobs): " + ", ".join(
-            f"{e} {c} ({len(s)} snapshot(s))" for e, c, s, _ in dropped))
+            f"{_group_text(k)} ({len(s)} snapshot(s))" for k, s, _ in dropped))
     if report.findings:
         head.append("# the audit's findings on this table:")
         head += [f"#   {f.severity} {f.check} ({f.property}): snapshots "
                  + ", ".join(str(x) for x in f.snapshots[:4]) for f in report.findings[:10]]
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
     return "\n".join(head) + "\n" + _comment_jobs(text, comments)
+
+
+def _group_text(k: tuple) -> str:
+    return describe_identity(k[1], k[2]) if k[0] == "sink" else f"{k[0]} {k[1]}"
+
+
+def _sinks(ordered, external) -> dict:
+    """snapshot id -> (engine, key) for the snapshots of a streaming sink whose commits are all
+    appends (audit/sinks.py; an upsert sink stays a job of its commands)."""
+    by: dict[tuple, list] = defaultdict(list)
+    for s in ordered:
+        ident = identity(_summary(s))
+        if ident is not None:
+            by[ident].append(s)
+    return {s.snapshot_id: ident for ident, snaps in by.items()
+            if all(command_of(s, bool(external.get(s.snapshot_id))) == "INSERT" for s in snaps)
+            for s in snaps}
+
+
+SINK_NAMES = {SPARK: "spark-stream", FLINK: "flink-sink", KAFKA_CONNECT: "kafka-connect-sink"}
+#: the batches a drafted sink runs (see the module docstring for why two)
+SINK_BATCHES = 2
+
+
+def _sink_job(engine, ident, snaps, props, names, key, columns, value, n):
+    """A streaming sink's job: ``sink:``, its engine's profile, INSERT batches; its comment.
+    Each batch appends a key of its own (300 + 10 n + batch: two sinks never share one, which
+    the check would read as a duplicate)."""
+    profile, _ = _profile(engine, "INSERT", props, names)
+    program = []
+    for b in range(1, SINK_BATCHES + 1):
+        k = 300 + 10 * n + b
+        fresh = k if columns[key] in ("int", "long") else f"k{k}"
+        program.append({"sql": "INSERT", "rows": [[value(c, fresh) for c in columns]]})
+    job = {"name": SINK_NAMES[engine], "profile": profile,
+           "sink": {"restarts": 1, "restart": ["checkpoint"]}, "program": program}
+    summ = [_summary(s) for s in snaps]
+    stamp = {SPARK: "spark.sql.streaming.queryId", FLINK: "flink.operator-id / flink.job-id",
+             KAFKA_CONNECT: KC_OFFSETS_PREFIX + ident}[engine]
+    comment = _job_comment(snaps, "", "")
+    comment[0] = (f"a streaming sink, {describe_identity(engine, ident)}: "
+                  + comment[0].replace("inferred from", f"inferred from its stamp ({stamp}) on"))
+    where = [position(engine, x) for x in (summ[0], summ[-1])]
+    text = where[0] if len(summ) == 1 else f"{where[0]} to {where[-1]}"
+    if engine == FLINK:
+        jobs = list(dict.fromkeys(x.get("flink.job-id") for x in summ if x.get("flink.job-id")))
+        if len(jobs) > 1:
+            text += f"; Flink jobs {', '.join(jobs[:4])}: one operator id, one sink"
+    comment.insert(1, f"it committed {text}")
+    comment.append(f"sink: it may fail once and restart from its checkpoint; {SINK_BATCHES} "
+                   "batches stand for its micro-batches or checkpoints (docs/pipelines.md)")
+    return job, comment
+
+
+def _expire_job(evidence: list[str], props: dict):
+    """An expire_snapshots job the audit's evidence of expiry calls for, and its comment."""
+    try:
+        keep = int(props[MIN_SNAPSHOTS_TO_KEEP])
+        source = f"the table's {MIN_SNAPSHOTS_TO_KEEP}"
+    except (KeyError, ValueError):
+        keep, source = 1, f"Iceberg's default {MIN_SNAPSHOTS_TO_KEEP}"
+    if not 1 <= keep <= 100:
+        keep, source = 1, f"the model's smallest ({MIN_SNAPSHOTS_TO_KEEP} is out of range)"
+    job = {"name": "expire-snapshots", "profile": "spark-3.5-cow-serializable",
+           "program": [{"sql": "EXPIRE", "retain_last": keep}]}
+    comment = ["snapshot expiry (modelled as Spark's expire_snapshots), inferred from:"]
+    comment += [f"  - {e}" for e in evidence]
+    comment.append(f"retain_last {keep} is a guess ({source}): set it to what your "
+                   "expire_snapshots runs with")
+    return job, comment
 
 
 def _profile_commands(profile: str) -> set:
@@ -270,6 +387,8 @@ def _overlapping(groups, report) -> dict:
     of = {s.snapshot_id: k for k, snaps in groups.items() for s in snaps}
     out = {}
     for i, f in enumerate(report.findings, 1):
+        if f.check.startswith("sink_"):
+            continue          # it names a sink's walk (its head and where it ends), not two runs
         keys = [of[x] for x in dict.fromkeys(f.snapshots) if x in of]
         for k in set(keys):
             if keys.count(k) > 1 and k not in out:

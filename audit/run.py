@@ -18,6 +18,7 @@ from .history import Lineage
 from .manifests import MetadataReader
 from .orphans import lost_commits
 from .rows import RowReader
+from .sinks import Expiry, expiry_evidence, sink_findings
 from .walk import Walk
 
 #: table properties the report shows (write modes, isolation levels, format, retries)
@@ -41,6 +42,10 @@ class AuditReport:
     seconds: float = 0.0
     #: snapshot -> data files it added outside the table's location (add_files; --pipeline)
     external: dict = field(default_factory=dict, repr=False)
+    #: what shows that snapshots were expired (audit/sinks.py; --pipeline adds an EXPIRE job)
+    expiry: Expiry = field(default_factory=Expiry, repr=False)
+    #: each streaming sink's identity and where a restart's walk finds its last commit
+    sinks: dict = field(default_factory=dict)
 
     @property
     def violations(self) -> list[Finding]:
@@ -57,13 +62,15 @@ class AuditReport:
                 "refs": self.refs, "settings": self.settings,
                 "violations": len(self.violations),
                 "findings": [f.as_json() for f in self.findings],
+                "sinks": self.sinks, "expiry": self.expiry.as_json(),
                 "stats": self.stats}
 
 
 def audit(table, identifier: str = "", catalog: str = "", check_files: str = "heads",
           read_data: bool = True, max_data_files: int = 100, progress=None,
-          cache_entries: int = 500_000) -> AuditReport:
-    """Audit ``table`` (a loaded ``pyiceberg.table.Table``); read only."""
+          cache_entries: int = 500_000, now_ms: int | None = None) -> AuditReport:
+    """Audit ``table`` (a loaded ``pyiceberg.table.Table``); read only. ``now_ms``: the time
+    an expiry is judged at (the sink checks; default: now)."""
     t0 = time.perf_counter()
     meta = table.metadata
     reader = MetadataReader(table.io, cache_entries=cache_entries)
@@ -78,6 +85,11 @@ def audit(table, identifier: str = "", catalog: str = "", check_files: str = "he
     main = meta.refs.get("main")
     findings += lost_commits(table, reader, checks.head_live.get(
         main.snapshot_id if main is not None else None), extra)
+    expiry = expiry_evidence(table)
+    sink_out, sinks = sink_findings(table, expiry, int(time.time() * 1000)
+                                    if now_ms is None else now_ms)
+    findings += sink_out
+    extra["metadata_log_files_read"] = expiry.log_files_read
     findings.sort(key=sort_key)
     props = dict(meta.properties)
     settings = {k: props[k] for k in SETTINGS if k in props}
@@ -93,7 +105,7 @@ def audit(table, identifier: str = "", catalog: str = "", check_files: str = "he
     seconds = time.perf_counter() - t0
     stats["seconds"] = round(seconds, 3)
     return AuditReport(
-        external={k: v for k, v in external.items() if v},
+        external={k: v for k, v in external.items() if v}, expiry=expiry, sinks=sinks,
         table=identifier, catalog=catalog, metadata_location=table.metadata_location,
         format_version=int(meta.format_version), snapshots=len(meta.snapshots),
         refs={n: r.snapshot_id for n, r in sorted(meta.refs.items())}, settings=settings,
