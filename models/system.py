@@ -406,6 +406,25 @@ def _new_state(catalog: cat.CatalogState, store: ObjectStore,
     return s
 
 
+def _lock_excluded(writers: tuple, parts: list, lockers: frozenset) -> list:
+    """``parts`` (each writer's enabled actions) without the lock check (``cas`` from
+    ``prepared``) of every locking writer but the one holding the Hive metastore lock, while
+    one holds it (models/clients.py). A function of its own, not inside ``Model.action_parts``:
+    the compiled build cannot compile a generator inside a cpdef method."""
+    holder = None
+    for w in writers:
+        if w.phase == LOCKED:
+            holder = w.name
+    if holder is None:
+        return parts
+    out = []
+    for w, part in zip(writers, parts):
+        if w.name in lockers and w.name != holder and w.phase == PREPARED:
+            part = tuple([a for a in part if a.kind != CAS])
+        out.append(part)
+    return out
+
+
 def _shared_path(w: "WriterState") -> str | None:
     """The path of the file writer ``w``'s ADD_FILES command writes, shared with every other
     writer that adds it (commands_spec.EXTERNAL_PREFIX), or None: every other file a writer
@@ -550,11 +569,7 @@ class Model:
         if self._lockers:
             # while a Hive writer holds the metastore lock, no other locking writer checks
             # (models/clients.py)
-            holder = next((w.name for w in state.writers if w.phase == LOCKED), None)
-            if holder is not None:
-                out = [tuple(a for a in part if not (a.kind == CAS and w.phase == PREPARED))
-                       if w.name in self._lockers and w.name != holder else part
-                       for w, part in zip(state.writers, out)]
+            out = _lock_excluded(state.writers, out, self._lockers)
         if self._schedule:
             # a job the schedule holds back may not begin its first command (models/schedule.py)
             held = sched.blocked(self._schedule, state.writers, self._positions)
