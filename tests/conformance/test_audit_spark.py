@@ -12,7 +12,13 @@ table created from PyIceberg, Spark's JdbcCatalog with ``jdbc.init-catalog-table
   dv-after-metadata-delete.json);
 * reproducers/compaction_drops_equality_delete_undelete.py: a rewrite commit (Iceberg's API,
   as rewrite_data_files makes it) drops an equality delete its rewritten file still needs:
-  the deleted row is read live again (proven from data files).
+  the deleted row is read live again (proven from data files);
+* two Spark Structured Streaming queries (a file source, trigger availableNow, as
+  reproducers/spark_streaming_sink_recommits_after_expiry.py runs one) beside a batch writer,
+  then expire_snapshots: the first query's commits are gone from main's walk (proven), the
+  second's is one commit back and the table's settings would expire it (possible); the draft
+  pipeline has the sink job and the expiry, and ``icecheck check`` runs it; the first query,
+  restarted as after a crash before its commit log, commits its batch again, as the finding says.
 
 Skipped, with the reason, without Java, PySpark, PyIceberg or the SQLite JDBC driver.
 """
@@ -280,3 +286,88 @@ def test_compaction_dropping_an_equality_delete_is_an_undelete(shared):
         {"id": 1, "v": "v0"}]
     code, doc = shared.audit("--no-read-data")
     assert doc["findings"][0]["certainty"] == "possible"
+
+
+def test_streaming_sink_after_expiry(shared):
+    """Query A commits epoch 0, a batch INSERT follows, query B commits epoch 0, another INSERT,
+    then expire_snapshots(retain_last => 2) with the table's history.expire.max-snapshot-age-ms
+    of 1 ms: A's snapshot and the first INSERT go. The audit reports A's walk broken (its
+    commit is only in an older metadata file) and B's commit one back along main, which the
+    table's settings (keep 1, 1 ms) would already expire; the draft has B as a sink job with an
+    expire-snapshots job, and ``icecheck check`` runs it. Then A is restarted as after a crash
+    between its table commit and its commit log (reproducers/spark_streaming_sink_recommits_
+    after_expiry.py): it commits its batch again, its row twice, as the finding says."""
+    import yaml
+
+    from icecheck.cli.main import main
+
+    t = shared.create(2, **{"history.expire.max-snapshot-age-ms": "1"})
+    spark = shared.session()
+    spark.sql(f"SELECT * FROM {t}").collect()    # toTable resolves the catalog once it is used
+
+    def stream(name: str, row: tuple) -> str:
+        src = shared.dir / f"src-{name}"
+        src.mkdir(exist_ok=True)
+        (src / "part-1.json").write_text(json.dumps({"id": row[0], "v": row[1]}) + "\n")
+        q = (spark.readStream.schema("id INT, v STRING").json(str(src)).writeStream
+             .format("iceberg").outputMode("append")
+             .option("checkpointLocation", str(shared.dir / f"ckpt-{name}"))
+             .trigger(availableNow=True).toTable(t))
+        q.awaitTermination()
+        return str(q.id)
+
+    qa = stream("a", (1, "a"))
+    spark.sql(f"INSERT INTO {t} VALUES (100, 'batch')").collect()
+    qb = stream("b", (2, "b"))
+    spark.sql(f"INSERT INTO {t} VALUES (101, 'batch')").collect()
+    snaps = shared.py.load_table("db.t").metadata.snapshots
+    assert len(snaps) == 4
+    a_snap, b_snap, head = snaps[0].snapshot_id, snaps[2].snapshot_id, snaps[3].snapshot_id
+    spark.sql(f"CALL {shared.name}.system.expire_snapshots(table => 'db.t', "
+              f"retain_last => 2)").collect()
+    assert [s.snapshot_id for s in shared.py.load_table("db.t").metadata.snapshots] == [
+        b_snap, head]
+
+    code, doc = shared.audit()
+    assert code == 0, doc["findings"]
+    by = {f["check"]: f for f in doc["findings"]}
+    assert set(by) == {"sink_ancestry_broken", "sink_expiry_risk"}, doc["findings"]
+    broken, risk = by["sink_ancestry_broken"], by["sink_expiry_risk"]
+    assert broken["certainty"] == "proven from metadata"
+    assert (broken["details"]["identity"], broken["details"]["commits_in_table"],
+            broken["details"]["commits_only_in_older_metadata"]) == (qa, 0, 1)
+    assert a_snap in broken["snapshots"]
+    assert f"(its parent {snaps[1].snapshot_id} is no longer in the table)" in broken["message"]
+    assert "commits that batch again: its rows twice" in broken["message"]
+    assert risk["certainty"] == "possible"
+    assert (risk["details"]["identity"], risk["details"]["last_commit"],
+            risk["details"]["commits_since"], risk["details"]["removable_now"]) == (
+        qb, b_snap, 1, True)
+    assert any("parent" in e and "no longer in the table" in e
+               for e in doc["expiry"]["evidence"])
+
+    out = shared.dir / "draft.yaml"
+    r = CliRunner().invoke(main, ["audit", "db.t", "--catalog", shared.uri, "-q",
+                                  "--pipeline", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    jobs = {j["name"]: j for j in yaml.safe_load(text)["jobs"]}
+    assert list(jobs) == ["spark-stream", "spark-insert", "expire-snapshots"]
+    assert jobs["spark-stream"]["profile"].startswith("spark-3.5-")
+    assert jobs["spark-stream"]["sink"] == {"restarts": 1, "restart": ["checkpoint"]}
+    assert [c["sql"] for c in jobs["spark-stream"]["program"]] == ["INSERT", "INSERT"]
+    assert f"Spark Structured Streaming query {qb}: inferred from its stamp" in text
+    assert jobs["expire-snapshots"]["program"] == [{"sql": "EXPIRE", "retain_last": 1}]
+    r = CliRunner().invoke(main, ["check", str(out), "--no-fix",
+                                  "--reports", str(shared.dir / "check")])
+    assert r.exit_code in (0, 1), r.output
+    assert "job `spark-stream`" in r.stdout
+
+    # what the finding says, on the real sink: A restarted after a crash before its commit log
+    for f in ("0", ".0.crc"):
+        p = shared.dir / "ckpt-a" / "commits" / f
+        if p.exists():
+            p.unlink()
+    assert stream("a", (1, "a")) == qa
+    rows = [tuple(x) for x in spark.sql(f"SELECT * FROM {t} WHERE id = 1").collect()]
+    assert rows == [(1, "a"), (1, "a")]
