@@ -38,7 +38,7 @@ files the metadata log names, which keep snapshots an expiry removed):
   max-snapshot-age-ms``, and stops at the first it does not keep (RemoveSnapshots.java:299-312
   at 1.10.2), with the branch's own settings first and the table's properties
   (``history.expire.min-snapshots-to-keep``, default 1; ``history.expire.max-snapshot-age-ms``,
-  default 5 days: TableProperties.java:349-353) otherwise (RemoveSnapshots.java:90-98, 284-292).
+  default 5 days: TableProperties.java:349-353) otherwise (RemoveSnapshots.java:90-98, 282-297).
   A sink whose last commit is the head is not reported: an expiry always keeps the head.
 
 ``expiry_evidence`` says whether the table shows snapshot expiry (the ``history.expire.*``

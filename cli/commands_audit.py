@@ -55,7 +55,9 @@ def _properties(values: tuple[str, ...]) -> dict[str, str]:
               help="Write audit.md and audit.json into DIR.")
 @click.option("--pipeline", "pipeline_out", metavar="OUT.yaml",
               help="Write a draft pipeline inferred from the history (jobs by engine and "
-                   "command, profiles from the table's properties) for icecheck check.")
+                   "command, streaming sinks by their identity, an expire_snapshots job when "
+                   "the history shows expiry, profiles from the table's properties) for "
+                   "icecheck check.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def audit(table, catalog_uri, catalog_name, warehouse, props, check_files, no_read_data,
           max_data_files, strict, as_json, reports_dir, pipeline_out, quiet) -> None:
@@ -64,8 +66,10 @@ def audit(table, catalog_uri, catalog_name, warehouse, props, check_files, no_re
     Walks every snapshot's manifests in bounded memory and reports data files registered
     twice, position deletes and deletion vectors whose data file is gone, equality deletes a
     rewrite dropped while older rows are live, missing manifests and files, commits from a
-    stale parent or replaced without compare-and-swap, sequence-number anomalies and snapshots
-    no ref reaches; each finding names snapshots, files and rows, and how sure it is
+    stale parent or replaced without compare-and-swap, sequence-number anomalies, snapshots
+    no ref reaches, and streaming sinks (Spark, Flink, Kafka Connect) whose restart would not
+    find their last commit once an expiry removed it; each finding names snapshots, files and
+    rows, and how sure it is
     (docs/audit.md). Exit 0 without violations, 1 with one (--strict: with any finding), 2 when
     the table cannot be read."""
     from icecheck.audit.report import print_terminal, write_reports
