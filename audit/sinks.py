@@ -340,6 +340,7 @@ def sink_findings(table, expiry: Expiry, now_ms: int) -> tuple[list[Finding], di
     branches = {n: r for n, r in meta.refs.items()
                 if str(getattr(r, "snapshot_ref_type", "branch")) == "branch"}
     walks = {n: _walk(snaps, r.snapshot_id) for n, r in branches.items()}
+    walks = {n: w for n, w in walks.items() if w}       # a ref to a missing snapshot: no walk
     out: list[Finding] = []
     info: dict = {}
     for (engine, key), sink in sinks.items():
