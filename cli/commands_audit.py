@@ -52,7 +52,8 @@ def _properties(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--strict", is_flag=True, help="Exit 1 on any finding, not only on violations.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--reports", "reports_dir", metavar="DIR",
-              help="Write audit.md and audit.json into DIR.")
+              help="Write audit.md, audit.json, audit.html and (with Graphviz's dot) "
+                   "audit-timeline.svg, the suspicious snapshots' timeline, into DIR.")
 @click.option("--pipeline", "pipeline_out", metavar="OUT.yaml",
               help="Write a draft pipeline inferred from the history (jobs by engine and "
                    "command, streaming sinks by their identity, an expire_snapshots job when "

@@ -142,6 +142,119 @@ def test_add_files_twice_is_a_duplicate_registration(cat):
     assert json.loads((cat.dir / "rep" / "audit.json").read_text())["violations"] == 1
 
 
+def _add_files_twice_two_engines(cat, row=(2, "b")):
+    """The add_files duplicate, the second commit stamped as a Spark commit (its summary's
+    engine-name and iceberg-version, as Spark writes them), so the timeline has two lanes.
+    Returns the three snapshot ids."""
+    _quiet()
+    t = cat.table()
+    t.append(rows((1, "a")))
+    os.makedirs(cat.dir / "ext")
+    path = cat.dir / "ext" / "backfill.parquet"
+    pq.write_table(rows(row), path)
+    tx1, tx2 = cat.load().transaction(), cat.load().transaction()
+    tx1.add_files([f"file://{path}"])
+    tx2.add_files([f"file://{path}"], snapshot_properties={
+        "engine-name": "spark", "iceberg-version": "Apache Iceberg 1.10.2"})
+    tx1.commit_transaction()
+    tx2.commit_transaction()
+    return [s.snapshot_id for s in cat.load().metadata.snapshots]
+
+
+def test_reports_draw_the_timeline_as_svg_and_html(cat):
+    """--reports: audit-timeline.svg (the counterexample timelines' grid, a lane per engine, a
+    row per snapshot the findings name, a violation's cells red), linked from audit.md, and
+    audit.html with the Markdown's content and the SVG inline; a row value holding markup is
+    escaped in the HTML, not passed through."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz's dot is not installed")
+    snaps = _add_files_twice_two_engines(cat, row=(2, "<script>x</script>"))
+    rep = cat.dir / "rep"
+    r = cat.audit("--reports", str(rep))
+    assert r.exit_code == 1, r.output
+    assert sorted(p.name for p in rep.iterdir()) == ["audit-timeline.svg", "audit.html",
+                                                     "audit.json", "audit.md"]
+    svg = (rep / "audit-timeline.svg").read_text()
+    root = ET.fromstring(svg.encode())                  # well-formed SVG
+    assert root.tag.endswith("svg")
+    texts = [t.text or "" for t in root.iter() if t.tag.endswith("text")]
+    assert "PyIceberg (no Java summary)" in texts and "Spark" in texts
+    for sid in snaps[1:]:
+        assert any(f"append {sid}" in t for t in texts)   # each commit the finding names
+    assert not any(str(snaps[0]) in t for t in texts if "parent" not in t)  # not the first
+    assert any("#1 duplicate_file (violation)" in t for t in texts)
+    assert svg.count('stroke="red"') >= 3               # both commits' cells and the verdict
+    md = (rep / "audit.md").read_text()
+    assert "![The suspicious snapshots, a lane per engine](audit-timeline.svg)" in md
+    page = (rep / "audit.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 1
+    assert '<img src="audit-timeline.svg"' not in page  # inline, not linked
+    assert "<h2>1. duplicate_file (violation, proven from data files)</h2>" in page
+    assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+
+
+def test_svg_timeline_keeps_the_violations_rows_when_capped(cat, monkeypatch):
+    """More suspicious snapshots than the SVG draws: those a violation names are drawn first
+    and the title says how many are drawn; the Markdown's table keeps them all. The add_files
+    duplicate (a violation naming its two commits), then an append and a rollback to before
+    it (a finding naming the append), two rows drawn: the violation's."""
+    import shutil
+
+    from icecheck.audit import report
+
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz's dot is not installed")
+    snaps = _add_files_twice_two_engines(cat)
+    cat.load().append(rows((3, "c")))
+    later = cat.load().current_snapshot().snapshot_id
+    cat.load().manage_snapshots().rollback_to_snapshot(snaps[2]).commit()
+    monkeypatch.setattr(report, "SVG_MAX_ROWS", 2)
+    r = cat.audit("--reports", str(cat.dir / "rep"))
+    assert r.exit_code == 1, r.output
+    svg = (cat.dir / "rep" / "audit-timeline.svg").read_text()
+    md = (cat.dir / "rep" / "audit.md").read_text()
+    table = md[md.index("| seq | snapshot |"):md.index("## What was read")]
+    assert [line.split(" | ")[1] for line in table.splitlines()[2:] if line] == [
+        str(snaps[1]), str(snaps[2]), str(later)]       # all three in the Markdown
+    assert "| #2 |" in table and "#1, #2 |" in table   # each finding once per snapshot
+    assert "(2 of 3, violations first; audit.md lists all)" in svg
+    assert f"append {snaps[1]}" in svg and f"append {snaps[2]}" in svg
+    assert f"append {later}" not in svg
+    assert "2 of 3 snapshots drawn, those violations name first" in md
+
+
+def test_reports_without_graphviz_say_so_and_drop_a_stale_svg(cat, monkeypatch):
+    """Without Graphviz's dot the reports are written without the SVG (audit.md says why and
+    how to install it), and an SVG an earlier run left in the folder is removed: audit.md no
+    longer links it. A clean table has no timeline, so no SVG either."""
+    from icecheck.traces import timeline
+
+    _add_files_twice_two_engines(cat)
+    rep = cat.dir / "rep"
+    rep.mkdir()
+    (rep / "audit-timeline.svg").write_text("<svg>an earlier run's</svg>")
+    monkeypatch.setattr(timeline.shutil, "which", lambda name: None)
+    r = cat.audit("--reports", str(rep))
+    assert r.exit_code == 1, r.output
+    assert sorted(p.name for p in rep.iterdir()) == ["audit.html", "audit.json", "audit.md"]
+    md = (rep / "audit.md").read_text()
+    assert "No SVG timeline: SVG timelines need Graphviz's `dot` program" in md
+    assert "apt-get install graphviz" in md and "audit-timeline.svg" not in md
+    assert "<svg" not in (rep / "audit.html").read_text()
+    (cat.dir / "clean").mkdir()
+    clean = Cat(cat.dir / "clean")
+    clean.table().append(rows((1, "a")))
+    monkeypatch.undo()
+    r = clean.audit("--reports", str(clean.dir / "rep"))
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (clean.dir / "rep").iterdir()) == [
+        "audit.html", "audit.json", "audit.md"]
+    assert "Timeline" not in (clean.dir / "rep" / "audit.md").read_text()
+
+
 def test_missing_data_file_and_manifest(cat):
     _quiet()
     t = cat.table()

@@ -34,6 +34,7 @@ class Timeline:
     why: str = ""                      # that, in words (traces/inevitable.py)
     evidence: str = ""                 # commits' files, delete targets, rows, dependencies
     commits: dict | None = None        # step -> (files it added, rows after) for the SVG
+    alarms: frozenset = frozenset()    # steps whose cell the SVG draws red (an audit's violations)
 
 
 def build_timeline(doc: dict, path: str | None = None) -> Timeline:
@@ -154,7 +155,8 @@ def render_graph(doc: dict, tl: Timeline | None = None, path: str | None = None,
             for c in cols:
                 name = f"{c}_{n}"
                 if c == e.writer:
-                    bad = any(x in e.short for x in ("FAILED", "UNKNOWN", "CRASH"))
+                    bad = n in tl.alarms or any(x in e.short
+                                                for x in ("FAILED", "UNKNOWN", "CRASH"))
                     s.node(name, "\n".join(textwrap.wrap(e.short, 30)),
                            color="red" if bad else ("darkorange" if certain else "black"),
                            penwidth="2" if certain else "1")
@@ -186,10 +188,11 @@ def render_svg(doc: dict, out_path: str) -> str:
     return out_path
 
 
-def svg_text(doc: dict, lanes: dict[str, str] | None = None) -> str:
-    """The timeline as SVG text (``render_graph``); needs Graphviz's ``dot``."""
+def svg_text(doc: dict, lanes: dict[str, str] | None = None, tl: Timeline | None = None) -> str:
+    """The timeline as SVG text (``render_graph``); needs Graphviz's ``dot``. ``tl``: a
+    timeline built elsewhere (``icecheck audit`` draws a real table's snapshots this way)."""
     if shutil.which("dot") is None:
         raise GraphvizMissing("SVG timelines need Graphviz's `dot` program, which is not "
                               "installed: run `apt-get install graphviz` (Debian/Ubuntu) or "
                               "`brew install graphviz` (macOS)")
-    return render_graph(doc, lanes=lanes).pipe(format="svg").decode("utf-8")
+    return render_graph(doc, tl=tl, lanes=lanes).pipe(format="svg").decode("utf-8")
