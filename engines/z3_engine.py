@@ -155,6 +155,10 @@ class LineageTables:
                 f"rewrite history (see `icecheck z3 prove-cas-appends` and the explicit engines)")
         if cfg.faults or cfg.crashes or cfg.phantom_failures:
             raise Z3Unsupported("the z3 search does not model faults or crashes")
+        if getattr(cfg, "sinks", ()) or getattr(cfg, "clients", ()) or getattr(cfg, "ticks", 0):
+            raise Z3Unsupported("the z3 search does not model streaming sinks that restart, "
+                                "writers' own catalog clients or the clock (use the explicit or "
+                                "Hypothesis engine)")
         if getattr(cfg, "mixed", False):
             raise Z3Unsupported("the z3 search models one engine profile for every writer; this "
                                 "configuration mixes profiles (use the explicit or Hypothesis engine)")

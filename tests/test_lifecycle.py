@@ -251,3 +251,17 @@ def test_kafka_connect_leaves_out_what_its_offsets_say_is_committed():
     res = search(_cfg(kc))
     assert set(res.violations) == {"duplicate_keys"}
     assert "lastCommittedOffsetsForTable" in res.violations["duplicate_keys"].trace["explanation"]
+
+
+def test_the_z3_search_refuses_what_it_does_not_model():
+    """A sink, a writer's own client or a clock would be silently ignored by the z3 encoding:
+    it refuses them instead."""
+    from dataclasses import replace
+
+    from icecheck.engines.z3_engine import LineageTables, Z3Unsupported
+    plain = _cfg(SPARK, expire=False, other=False)
+    for cfg in (plain, replace(plain, sinks=(), clients=((1, "cas", False, False, "rest"),)),
+                replace(plain, sinks=(), ticks=1)):
+        with pytest.raises(Z3Unsupported, match="does not model streaming sinks"):
+            LineageTables(cfg)
+    LineageTables(replace(plain, sinks=()))
