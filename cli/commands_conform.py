@@ -189,15 +189,13 @@ def _compare_all(module, items, catalog, allowlist, quiet: bool):
     results = []
     for i, (kind, path, scenario) in enumerate(items, 1):
         try:
-            if kind == "trace" and not _ticks(kind, path, scenario):
+            not_driven = _not_driven(kind, path, scenario)
+            if kind == "trace" and not not_driven:
                 c = module.compare_trace(path, **opts)
-            elif _ticks(kind, path, scenario):
-                # the model's clock (models/clock.py) has no counterpart a target drives: real
-                # files get the machine's modification times (reproducers/ sets them by hand)
+            elif not_driven:
                 from icecheck.conformance.compare import SKIPPED
                 c = Comparison(scenario.id if scenario else os.path.basename(path), path, kind,
-                               SKIPPED, "the model's clock (tick steps, bounds.ticks) is not "
-                                        "driven on real engines")
+                               SKIPPED, not_driven)
             else:
                 c = module.compare_scenario(scenario, **opts)
         except InputError as e:
@@ -211,13 +209,28 @@ def _compare_all(module, items, catalog, allowlist, quiet: bool):
     return results
 
 
-def _ticks(kind: str, path: str, scenario) -> int:
-    """How many times the scenario's or trace's run advances the model's clock (models/
-    clock.py): such runs are skipped, since no target drives file modification times."""
+def _not_driven(kind: str, path: str, scenario) -> str | None:
+    """Why no target can drive the scenario's or trace's run, or None. The model's clock
+    (models/clock.py): real files get the machine's modification times (reproducers/ set them
+    by hand). A streaming sink's restart (models/lifecycle.py) and a writer's own catalog
+    client (models/clients.py): the targets commit statements through one SQLite catalog
+    (reproducers/ run the streaming jobs)."""
     if kind != "trace":
-        return scenario.ticks
-    from icecheck.traces.format import load_trace
-    return int(load_trace(path).get("config", {}).get("ticks", 0) or 0)
+        ticks, sinks, clients = scenario.ticks, scenario.sinks, scenario.clients
+    else:
+        from icecheck.traces.format import load_trace
+        config = load_trace(path).get("config", {})
+        ticks = int(config.get("ticks", 0) or 0)
+        sinks, clients = config.get("sinks"), config.get("clients")
+    if ticks:
+        return "the model's clock (tick steps, bounds.ticks) is not driven on real engines"
+    if sinks:
+        return ("a streaming sink's failures and restarts are not driven by the conformance "
+                "targets (reproducers/ run them on real Spark and Flink)")
+    if clients:
+        return ("writers' own catalog clients are not driven: the targets commit through one "
+                "SQLite catalog")
+    return None
 
 
 _STYLE = {"agree": "green", "allowed": "yellow", "skipped": "dim", "disagree": "bold red",
