@@ -265,3 +265,12 @@ def test_the_z3_search_refuses_what_it_does_not_model():
         with pytest.raises(Z3Unsupported, match="does not model streaming sinks"):
             LineageTables(cfg)
     LineageTables(replace(plain, sinks=()))
+
+
+def test_conform_skips_a_sinks_trace_saying_why():
+    from icecheck.cli.commands_conform import _not_driven
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trace = os.path.join(here, "traces", "duplicate-keys-spark-streaming-sink-after-expiry.json")
+    assert "streaming sink" in _not_driven("trace", trace, None)
+    plain = os.path.join(here, "traces", "undelete-v2-mor-snapshot.json")
+    assert _not_driven("trace", plain, None) is None
