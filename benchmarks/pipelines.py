@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from benchmarks.progress import item
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PIPELINE_DIR = os.path.join(ROOT, "benchmarks", "pipelines")
 #: The whole section's four searches are meant to take about ten minutes on a 2-core machine:
@@ -165,17 +167,34 @@ def measure(path: str, bounds: dict, workers: int = 1, log=None) -> dict:
     return row
 
 
-def measure_in_subprocess(path: str, bounds: dict, workers: int = 1) -> dict:
+def measure_in_subprocess(path: str, bounds: dict, workers: int = 1, log=None) -> dict:
     """``measure`` in a fresh Python process on the Python source (not the compiled build,
-    whatever this process's environment says), its progress lines on this process's stderr."""
+    whatever this process's environment says), its progress lines on this process's stderr:
+    passed line by line to ``log`` when given (a run's ``benchmarks.progress.Progress``, whose
+    progress bars a child writing to the terminal itself would garble), else straight."""
+    import threading
+
     from icecheck.compiled import ENV
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     env[ENV] = "0"
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.pipelines", "--measure",
-         json.dumps({"path": path, "bounds": bounds, "workers": workers})],
-        cwd=ROOT, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    cmd = [sys.executable, "-m", "benchmarks.pipelines", "--measure",
+           json.dumps({"path": path, "bounds": bounds, "workers": workers})]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE if log else None, text=True)
+    relay = None
+    if log:
+        def forward():
+            for line in proc.stderr:
+                log(line.rstrip("\n"))
+        relay = threading.Thread(target=forward, daemon=True)
+        relay.start()
+    out = proc.stdout.read()
+    proc.wait()
+    if relay is not None:
+        relay.join()
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -188,7 +207,8 @@ def bench(bounds: dict, workers: int, log, files: list[str] | None = None,
         name = os.path.relpath(path, ROOT)
         log(f"[realistic] {name}: exhaustive BFS, at most {bounds['max_states']:,} states, "
             f"{bounds['time_budget_s']} s, {bounds['max_memory_mb']:,} MB ...")
-        row = measure_in_subprocess(path, bounds, workers)
+        with item(log, name):
+            row = measure_in_subprocess(path, bounds, workers, log)
         where = _where(row)
         log(f"[realistic] {name}: {row['states']:,} states in {row['seconds']} s "
             f"({where}), peak {row['peak_rss_mb']:,.0f} MB, ratio {row['ratio']}, "

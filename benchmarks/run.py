@@ -66,6 +66,8 @@ import time
 
 import yaml
 
+from benchmarks.progress import Progress, item, section
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATE, TARGET_CORPUS_S, TARGET_REDUCTION = 50_000, 5.0, 10.0
 #: issue 13: icecheck's distinct states/s per core, as a fraction of the two-phase-commit BFS's
@@ -257,8 +259,10 @@ def bench_growth(spec: dict, workers: int, log) -> dict:
         for o in spec["ops"]:
             entry = dict(base, writers=w, ops=o)
             entry.pop("max_states", None)
-            m = measure_in_subprocess(entry, workers, None, spec["max_states"])
-            u = measure_in_subprocess(entry, workers, None, spec["max_states"], reduced=False)
+            with item(log, f"{w} writers x {o} operations, reduced and unreduced"):
+                m = measure_in_subprocess(entry, workers, None, spec["max_states"])
+                u = measure_in_subprocess(entry, workers, None, spec["max_states"],
+                                          reduced=False)
             cut = not m["complete"]
             log(f"[growth] {w}w x {o}op: {m['states']:,} states{' (cut)' if cut else ''} in "
                 f"{m['seconds']:.1f}s, ratio {m['ratio']}; unreduced {u['states']:,} states"
@@ -286,15 +290,16 @@ def bench_hypothesis(spec: dict, log) -> dict:
         calls[0] += 1
         return check(self, path)
 
-    before = baseline_rate()
-    H._Collector.check = counted
-    try:
-        t, cpu = time.perf_counter(), time.process_time()
-        r = H.explore(cfg, max_examples=spec["examples"], seed=0, shrink=False)
-        seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
-    finally:
-        H._Collector.check = check
-    after = baseline_rate()
+    with item(log, f"{spec['examples']} examples of {cfg.name}"):
+        before = baseline_rate()
+        H._Collector.check = counted
+        try:
+            t, cpu = time.perf_counter(), time.process_time()
+            r = H.explore(cfg, max_examples=spec["examples"], seed=0, shrink=False)
+            seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+        finally:
+            H._Collector.check = check
+        after = baseline_rate()
     base = (before["cpu_states_per_s"] + after["cpu_states_per_s"]) / 2
     steps = calls[0]
     out = {"config": cfg.name, "profile": cfg.profile, "examples": r.examples,
@@ -337,9 +342,10 @@ def _alternate(bid: str, entry: dict, sides: dict, repeats: int, workers: int, b
     arguments of ``measure_in_subprocess``)) ``repeats`` times, the sides in turn so that a slow
     minute of the machine falls on both; each side summed up by ``_best_of``."""
     runs: dict = {label: [] for label in sides}
-    for _ in range(max(1, repeats)):
+    for i in range(max(1, repeats)):
         for label, (name, kw) in sides.items():
-            g = measure_in_subprocess(entry, workers, budget, **kw)
+            with item(log, f"{bid} on {name}, run {i + 1} of {max(1, repeats)}"):
+                g = measure_in_subprocess(entry, workers, budget, **kw)
             runs[label].append(g)
             log(f"[{tag}] {bid} {label} ({name}): {g['states']:,} states in {g['seconds']}s, "
                 f"ratio {g['ratio']}")
@@ -419,19 +425,29 @@ def bench_compiled(spec: dict, workers: int, budget, log, repeats: int = 1,
             "build_seconds": manifest.get("seconds"), "configs": rows}
 
 
+def corpus_traces() -> list[tuple[str, dict]]:
+    """The corpus section's traces: (path, document) of every non-rejected trace with a
+    property, in name order."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "traces", "*.json"))):
+        with open(path) as f:
+            doc = json.load(f)
+        if doc.get("kind") != "rejected" and doc.get("property"):
+            out.append((path, doc))
+    return out
+
+
 def bench_corpus(workers: int, log) -> list[dict]:
     from icecheck.engines.config import ExploreConfig
     from icecheck.engines.explicit import search
     out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "traces", "*.json"))):
-        doc = json.load(open(path))
-        if doc.get("kind") == "rejected" or not doc.get("property"):
-            continue
+    for path, doc in corpus_traces():
         cfg = ExploreConfig.from_json(doc["config"], path)
         prop = doc["property"]
-        t = time.monotonic()
-        r = search(cfg, engine="bfs", workers=1, stop_on=frozenset([prop]), traces=False)
-        elapsed = time.monotonic() - t
+        with item(log, f"{os.path.basename(path)} ({prop})"):
+            t = time.monotonic()
+            r = search(cfg, engine="bfs", workers=1, stop_on=frozenset([prop]), traces=False)
+            elapsed = time.monotonic() - t
         v = r.first(prop)
         log(f"[corpus] {os.path.basename(path)}: {prop} in {elapsed:.2f}s "
             f"({v.depth if v else '-'} vs corpus {len(doc['actions'])} actions)")
@@ -443,15 +459,22 @@ def bench_corpus(workers: int, log) -> list[dict]:
     return out
 
 
+def example_pipelines() -> list[str]:
+    """The pipelines section's files: examples/*.yaml, in name order."""
+    return sorted(glob.glob(os.path.join(ROOT, "examples", "*.yaml")))
+
+
 def bench_pipelines(log) -> list[dict]:
     from icecheck.engines.explicit import Bounds, search
     from icecheck.pipelines.load import load_pipeline
     out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.yaml"))):
+    for path in example_pipelines():
         p = load_pipeline(path)
-        t = time.monotonic()
-        r = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states), traces=False)
-        elapsed = time.monotonic() - t
+        with item(log, os.path.basename(path)):
+            t = time.monotonic()
+            r = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states),
+                       traces=False)
+            elapsed = time.monotonic() - t
         found = [{"property": prop, "status": "known_finding" if v.known else
                   ("allowed" if status == "allowed" else "must_hold"),
                   "states_before": v.states_before, "seconds": round(v.seconds, 3),
@@ -524,7 +547,8 @@ def bench_costs(spec: dict, log, quick: bool = False) -> list[dict]:
     entries += [(e["id"], e, None) for e in spec.get("others", [])]
     out = []
     for bid, entry, bound in entries:
-        got = count_costs(_cfg(entry, entry["profile"]), bound)
+        with item(log, bid):
+            got = count_costs(_cfg(entry, entry["profile"]), bound)
         log(f"[costs] {bid}: {got['states']:,} states, {got['handler_runs']:,} handler runs, "
             f"{got['evaluations']:,} evaluations")
         out.append({"id": bid, "max_states": bound, **got})
@@ -537,10 +561,12 @@ def bench_tools(log) -> dict:
     exe = [sys.executable, "-m", "icecheck"]
     rows = []
     for name, args in TOOL_COMMANDS:
-        t = time.monotonic()
-        p = subprocess.run(exe + args, capture_output=True, text=True, cwd=ROOT)
+        with item(log, name):
+            t = time.monotonic()
+            p = subprocess.run(exe + args, capture_output=True, text=True, cwd=ROOT)
+            seconds = round(time.monotonic() - t, 2)
         rows.append({"command": "icecheck " + " ".join(args), "name": name,
-                     "exit": p.returncode, "seconds": round(time.monotonic() - t, 2)})
+                     "exit": p.returncode, "seconds": seconds})
         log(f"[tools] {name}: exit {p.returncode} in {rows[-1]['seconds']}s")
     java = None
     from icecheck.conformance.targets import TargetUnavailable, get_target
@@ -549,10 +575,11 @@ def bench_tools(log) -> dict:
     except TargetUnavailable as e:
         java = {"skipped": str(e)}
     if java is None:
-        t = time.monotonic()
-        p = subprocess.run(exe + ["conform", "--target", "java", "--json"], capture_output=True,
-                           text=True, cwd=ROOT)
-        elapsed = time.monotonic() - t
+        with item(log, "icecheck conform --target java"):
+            t = time.monotonic()
+            p = subprocess.run(exe + ["conform", "--target", "java", "--json"],
+                               capture_output=True, text=True, cwd=ROOT)
+            elapsed = time.monotonic() - t
         comps = json.loads(p.stdout or "{}").get("comparisons", []) if p.stdout else []
         compared = sum(1 for c in comps if c.get("status") not in ("skipped",))
         java = {"command": "icecheck conform --target java", "exit": p.returncode,
@@ -854,6 +881,46 @@ def compute_targets(doc: dict) -> list[dict]:
     return out
 
 
+def config_entries(spec: dict, repeats: int, quick: bool) -> list[tuple[str, dict, int]]:
+    """The configs section's configurations: (id, entry, runs of its reduced search): the
+    canonical profiles once each (not with ``quick``), then ``others`` ``repeats`` times."""
+    out = []
+    if not quick:
+        can = spec["canonical"]
+        out += [(f"canonical-{p.replace('spark-3.5-', '')}", dict(can, profile=p), 1)
+                for p in can["profiles"]]
+    return out + [(e["id"], e, repeats) for e in spec.get("others", [])]
+
+
+def plan(sections: list[str], spec: dict, repeats: int, quick: bool,
+         compare: str | None = None) -> list[tuple[str, int, str]]:
+    """What a run will do, for its progress lines: [(section, items, what an item is)] in the
+    order ``main`` runs them. The items are those the section functions announce
+    (``benchmarks.progress.item``): a configuration, one run of one side of an A/B pair, a
+    growth cell, a trace, a pipeline file, a command."""
+    from benchmarks import pipelines as P
+    canonical = 0 if quick else len(spec["canonical"]["profiles"])
+    others = len(spec.get("others", []))
+    g = spec["growth"]
+    counts = {
+        "configs": (canonical + others, "configurations"),
+        "compiled": (2 * (canonical + others * max(1, repeats)),
+                     "runs on the Python source and the compiled build"),
+        "growth": (len(g["writers"]) * len(g["ops"]), "cells"),
+        "hypothesis": (1, "run"),
+        "corpus": (len(corpus_traces()), "traces"),
+        "pipelines": (len(example_pipelines()), "example pipelines"),
+        "realistic": (len(P.pipeline_files()), "pipeline files"),
+        "costs": (canonical + others, "configurations"),
+        "tools": (len(TOOL_COMMANDS) + 1, "commands"),
+    }
+    out = [(s, *counts[s]) for s in SECTIONS if s in sections]
+    if compare:
+        out.append(("compare", 2 * len(spec.get("compare", [])) * max(1, repeats),
+                    "runs before and after"))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=1,
@@ -904,35 +971,35 @@ def main(argv=None) -> int:
     if args.realistic_budget is not None and not args.realistic_budget > 0:
         ap.error("--realistic-budget: a number of seconds above 0")
 
-    def log(msg):
-        print(msg, file=sys.stderr, flush=True)
-
+    log = Progress(plan(sections, spec, repeats, args.quick, args.compare), quick=args.quick)
+    log.begin()
     try:
         doc = json.load(open(path))       # sections not run keep their previous figures
     except (OSError, ValueError):
         doc = {}
     if "configs" in sections:
-        configs = []
-        if not args.quick:
-            can = spec["canonical"]
-            for prof in can["profiles"]:
-                configs.append(bench_config(f"canonical-{prof.replace('spark-3.5-', '')}",
-                                            dict(can, profile=prof),
-                                            args.workers, budgets, log))
-        for e in spec.get("others", []):
-            configs.append(bench_config(e["id"], e, args.workers, budgets, log, repeats))
+        with section(log, "configs"):
+            configs = []
+            for bid, entry, n in config_entries(spec, repeats, args.quick):
+                with item(log, bid):
+                    configs.append(bench_config(bid, entry, args.workers, budgets, log, n))
         doc["configs"] = configs
     if "compiled" in sections:
-        doc["compiled"] = bench_compiled(spec, args.workers, budgets["reduced"], log, repeats,
-                                         args.quick)
+        with section(log, "compiled"):
+            doc["compiled"] = bench_compiled(spec, args.workers, budgets["reduced"], log,
+                                             repeats, args.quick)
     if "growth" in sections:
-        doc["growth"] = bench_growth(spec["growth"], args.workers, log)
+        with section(log, "growth"):
+            doc["growth"] = bench_growth(spec["growth"], args.workers, log)
     if "hypothesis" in sections:
-        doc["hypothesis"] = bench_hypothesis(spec["hypothesis"], log)
+        with section(log, "hypothesis"):
+            doc["hypothesis"] = bench_hypothesis(spec["hypothesis"], log)
     if "corpus" in sections:
-        doc["corpus"] = bench_corpus(args.workers, log)
+        with section(log, "corpus"):
+            doc["corpus"] = bench_corpus(args.workers, log)
     if "pipelines" in sections:
-        doc["pipelines"] = bench_pipelines(log)
+        with section(log, "pipelines"):
+            doc["pipelines"] = bench_pipelines(log)
     if "realistic" in sections:
         from benchmarks import pipelines as P
         bounds = dict(P.QUICK if args.quick else P.FULL)
@@ -940,21 +1007,26 @@ def main(argv=None) -> int:
             bounds["max_states"] = args.realistic_max_states
         if args.realistic_budget is not None:
             bounds["time_budget_s"] = args.realistic_budget
-        doc["realistic"] = P.bench(bounds, args.workers, log,
-                                   mode="quick" if args.quick else "full")
+        with section(log, "realistic"):
+            doc["realistic"] = P.bench(bounds, args.workers, log,
+                                       mode="quick" if args.quick else "full")
     if "costs" in sections:
-        doc["costs"] = bench_costs(spec, log, args.quick)
+        with section(log, "costs"):
+            doc["costs"] = bench_costs(spec, log, args.quick)
     if "tools" in sections:
-        doc["tools"] = bench_tools(log)
+        with section(log, "tools"):
+            doc["tools"] = bench_tools(log)
     if args.compare:
-        doc["compare"] = bench_compare(args.compare, spec, args.workers, budgets["reduced"], log,
-                                       repeats)
+        with section(log, "compare"):
+            doc["compare"] = bench_compare(args.compare, spec, args.workers, budgets["reduced"],
+                                           log, repeats)
     doc.update({"machine": platform.node() or "?", "cores": os.cpu_count(),
                 "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "workers": args.workers, "baseline": "benchmarks/twophase.py (two-phase commit, "
                 "pure-Python BFS, 6 RMs)"})
     doc["targets"] = compute_targets(doc)
     log("wrote " + ", ".join(write_report(doc, args.out)))
+    log.end()
     return 0
 
 
