@@ -24,8 +24,9 @@ change a byte it writes, and the build turns them off for itself (``_fast_pyiceb
 ``Transaction.table_metadata`` deep-copies the whole table metadata on every call (about 16
 per commit; the models are frozen pydantic models, so a shallow copy is as safe), and the SQL
 catalog parses back the metadata file the same process has just written before each commit
-(the object just written is handed back instead). Without them a commit at 300 snapshots took
-0.5 s here and grew linearly (10,000 snapshots: hours); with them, tens of milliseconds.
+(the object just written is handed back instead). Without them a commit took 0.56 s here at 500
+snapshots and grew linearly (10,000 snapshots: hours); with them 0.07 s at 1,000, and the full
+build of 10,300 commits took 27.5 minutes.
 
 What is measured, each in a fresh process (its wall time and its peak RSS from ``os.wait4``):
 
