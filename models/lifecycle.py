@@ -59,6 +59,7 @@ batch (new files, the same rows).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -231,7 +232,6 @@ def last_committed(spec: SinkSpec, head, job: int) -> int | None:
             # snapshot carrying the group's offsets, back from the branch's head
             value = summary.get(KC_OFFSETS.format(group=me))
             if value is not None:
-                import json
                 return int(json.loads(value)["0"])
         elif summary.get(SPARK_QUERY_ID) == me:
             return int(summary[SPARK_EPOCH_ID])
@@ -324,8 +324,8 @@ def skip_message(spec: SinkSpec, sink: SinkState, intent: SinkCommit, head) -> s
             f"already committed")
 
 
-def finished(spec: SinkSpec, sink: SinkState, intent: SinkCommit, outcome: str,
-             committed: bool, skipped: bool) -> tuple[SinkState, bool]:
+def finished(spec: SinkSpec, sink: SinkState, intent: SinkCommit, committed: bool,
+             skipped: bool) -> tuple[SinkState, bool]:
     """The sink after its commit ended: (state, is the job down). A commit that throws fails
     the job (Flink's notifyCheckpointComplete, Spark's micro-batch): it is down until
     restarted. Spark's commit log records a batch once its commit returned."""
@@ -388,6 +388,20 @@ def manifest_path(spec: SinkSpec, job: int, ckpt: int) -> str:
     return f"metadata/{job_id(spec, job)}-{operator_id(spec)}-00000-0-{ckpt}-00001.avro"
 
 
+def restore_failed(entry: tuple) -> bool:
+    """Is ``entry`` (of ``SinkState.restarts``) a restore that failed? Such an entry carries a
+    sixth field: the checkpoint whose deleted manifest it could not read (``restart``)."""
+    return len(entry) > 5
+
+
+def restore_failure(spec: SinkSpec, entry: tuple) -> str | None:
+    """The error a failed restore (``restore_failed``) ends with, in Iceberg's words; None for
+    a restart that did not fail."""
+    if not restore_failed(entry):
+        return None
+    return f"Failed to open input stream for file: {manifest_path(spec, entry[2], entry[5])}"
+
+
 def restart(spec: SinkSpec, sink: SinkState, kind: str, head
             ) -> tuple[SinkState, tuple[SinkCommit, Operation] | None, str | None]:
     """The restarted job, the commit it makes as it starts (Flink's initializeState), if any,
@@ -428,8 +442,7 @@ def restart(spec: SinkSpec, sink: SinkState, kind: str, head
     if gone:
         log = sink.restarts + ((kind, point.ckpt, point.job, max_committed, (), gone[0]),)
         failed = replace(sink, failures=sink.failures + 1, restarts=log)
-        return failed, None, ("Failed to open input stream for file: "
-                              f"{manifest_path(spec, point.job, gone[0])}")
+        return failed, None, restore_failure(spec, log[-1])
     log = sink.restarts + ((kind, point.ckpt, point.job, max_committed,
                             tuple(p[1] for p in uncommitted)),)
     new = SinkState(job=job, jobs=jobs, ckpt=ckpt, committed=max_committed,
@@ -457,24 +470,20 @@ def actions_key(sink: SinkState) -> tuple:
     return (sink.next_batch, sink.failures, len(sink.checkpoints) >= 2, sink.fresh_log)
 
 
-def delivered(intent) -> tuple[int, ...]:
-    return intent.batches if isinstance(intent, SinkCommit) else ()
-
-
 
 def restart_text(spec: SinkSpec, after: SinkState) -> str:
     """What a restart did, in a data engineer's words (the explanation of a RESTART step)."""
     kind, ckpt, job, found, again = after.restarts[-1][:5]
     how = RESTART_TEXT[kind]
-    if len(after.restarts[-1]) > 5:
+    failure = restore_failure(spec, after.restarts[-1])
+    if failure is not None:
         gone = after.restarts[-1][5]
         seen = "found none" if found == INITIAL_CHECKPOINT_ID else f"found checkpoint {found}"
         return (f"tried to restart from checkpoint {ckpt}: reading flink.max-committed-"
                 f"checkpoint-id of job {job_id(spec, job)} from the snapshots along main, it "
                 f"{seen}, so it must commit checkpoint {gone} again; but its committer deleted "
                 f"that checkpoint's temporary manifest once its commit succeeded, and the "
-                f"restore fails reading it (\"Failed to open input stream for file: "
-                f"{manifest_path(spec, job, gone)}\"), at every attempt: the job is down")
+                f"restore fails reading it (\"{failure}\"), at every attempt: the job is down")
     if spec.mode == KAFKA_CONNECT:
         start = 1 if ckpt is None else after.next_batch + 1
         return (f"{how}: its coordinator reads the control topic again from the consumer offsets "

@@ -909,8 +909,8 @@ class Model:
         spec = self._sinks[w.name]
         if not isinstance(w.intent, life.SinkCommit):   # failed before it was a commit
             return CRASHED, life.crashed(w.sink)
-        sink, down = life.finished(spec, w.sink, w.intent, outcome,
-                                   committed=outcome == COMMITTED, skipped=outcome == NOOP)
+        sink, down = life.finished(spec, w.sink, w.intent, committed=outcome == COMMITTED,
+                                   skipped=outcome == NOOP)
         if down:
             return CRASHED, sink
         return (IDLE if sink.next_batch < len(self.programs[w.name].entries) else DONE), sink

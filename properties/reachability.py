@@ -8,7 +8,7 @@ that make it non-vacuous (the situation the property guards).
 from __future__ import annotations
 
 from icecheck.models.commands_spec import DELETE, Command
-from icecheck.models.lifecycle import SinkCommit
+from icecheck.models.lifecycle import SinkCommit, restore_failed
 from icecheck.models.system import (COMMIT_FAILED, COMMIT_UNKNOWN, COMMITTED, CRASHED, NOOP,
                                     VALIDATION_FAILED)
 
@@ -93,7 +93,7 @@ def reached(a: Analysis) -> set[str]:
             ev.add("lost_race")
         if w.sink is not None and w.sink.restarts:
             ev.add("sink_restart")
-            if any(len(r) > 5 for r in w.sink.restarts):
+            if any(restore_failed(r) for r in w.sink.restarts):
                 ev.add("sink_restore_failed")
     if h.state.store.deleted:
         ev.add("files_deleted")

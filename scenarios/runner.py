@@ -200,9 +200,7 @@ class _Run:
         spec = self.model._sinks[step.writer]
         self.do(Action(step.writer, sm.RESTART, spec.kinds.index(step.fault)), step)
         w = self.state.writer(step.writer)
-        last = w.sink.restarts[-1]
-        failed = (f"Failed to open input stream for file: "
-                  f"{life.manifest_path(spec, last[2], last[5])}" if len(last) > 5 else None)
+        failed = life.restore_failure(spec, w.sink.restarts[-1])
         if step.expect is not None and step.expect.message is not None and \
                 not (failed or "").startswith(step.expect.message):
             self.failures.append(f"line {step.line} ({step.writer}): expected the restart to fail "
