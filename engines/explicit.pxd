@@ -11,6 +11,7 @@ from icecheck.models.system cimport Model
 cdef class Expander:
     cdef public object cfg
     cdef public bint por
+    cdef public bint ample
     cdef public object bounds
     cdef public bint evaluate
     cdef public Model model
@@ -33,7 +34,7 @@ cdef class Expander:
     cpdef tuple fingerprints(self, object state)
     @cython.locals(model=Model, parts=list, out=list, fpr=Fingerprinter, label=str, ids=list,
                    tally=dict, enabled=Py_ssize_t, explored=Py_ssize_t, i=Py_ssize_t, part=tuple,
-                   por=bint)
+                   por=bint, doomed=Py_ssize_t)
     cpdef list successors(self, object s, object pruned, object depth, object stats, object order=*, object orders=*)
     @cython.locals(model=Model, key=tuple, wd=dict)
     cpdef frozenset _pruned(self, object a, object s2, dict ranks, frozenset asleep, list ids, Py_ssize_t i)

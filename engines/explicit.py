@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
-from icecheck.engines.por import applies as por_applies, sleep_after
+from icecheck.engines.por import applies as por_applies, independent, sleep_after
 from icecheck.engines.symmetry import Fingerprinter, check_bounds
 from icecheck.models import system as S
 from icecheck.models.commands import PlanError
@@ -394,6 +394,8 @@ class Expander:
                  evaluate: bool = True):
         from icecheck.traces.execute import model_for
         self.cfg, self.por, self.bounds, self.evaluate = cfg, por, bounds, evaluate
+        from icecheck.engines import por as por_
+        self.ample = por and por_.DOOMED_SWAPS        # doomed swaps explored alone
         self.model: Model = model_for(cfg)
         self.fp = Fingerprinter(cfg, symmetry)
         self.classes = self.fp.classes
@@ -556,9 +558,12 @@ class Expander:
         out = []
         fpr = self.fp
         por = self.por
+        doomed = -1
         if por:
             ranks = fpr.writer_ranks(s, order)
             pruned = pruned or _NONE
+            if self.ample:
+                doomed = self._doomed(s, parts)
             if not fpr.symmetric:      # no order type to keep (``candidates``)
                 orders = None
             # the ids of the writers' enabled actions: a successor's are the same but for
@@ -571,9 +576,11 @@ class Expander:
         enabled = explored = 0
         for i, part in enumerate(parts):
             enabled += len(part)
+            if doomed >= 0 and i != doomed:
+                continue
             for a in part:
                 label = str(a)
-                if pruned and label in pruned:
+                if doomed < 0 and pruned and label in pruned:
                     continue
                 s2 = step(s, a)
                 explored += 1
@@ -581,11 +588,32 @@ class Expander:
                 fp2, conc2 = fingerprints(s2)
                 if orders is not None and fp2 not in orders:
                     orders[fp2] = fpr.last_order
-                p2 = self._pruned(a, s2, ranks, pruned, ids, i) if por else _NONE
+                if doomed >= 0:
+                    p2 = self._kept_asleep(a, pruned)
+                else:
+                    p2 = self._pruned(a, s2, ranks, pruned, ids, i) if por else _NONE
                 out.append((fp2, label, conc2, p2, s2))
         stats.enabled += enabled
         stats.explored += explored
         return out
+
+    def _doomed(self, s: State, parts: list) -> int:
+        """The position of the first writer whose one enabled step is a swap that loses its
+        race whatever the others do first (``Model.doomed_swap``), or -1: at such a state the
+        search explores that step alone (``engines/por.py``, "Doomed swaps")."""
+        model = self.model
+        for i, part in enumerate(parts):
+            if len(part) == 1 and part[0].kind == S.CAS and model.doomed_swap(s, s.writers[i]):
+                return i
+        return -1
+
+    @staticmethod
+    def _kept_asleep(a: Action, asleep: frozenset) -> frozenset:
+        """The sleep set after a doomed swap ``a`` explored alone: what was asleep and is
+        independent of it (nothing else was explored here to put to sleep)."""
+        if not asleep:
+            return _NONE
+        return frozenset(label for label in asleep if independent(Action.parse(label), a))
 
     def _pruned(self, a: Action, s2: State, ranks: dict, asleep: frozenset, ids: list,
                 i: int) -> frozenset:

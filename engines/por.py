@@ -52,6 +52,26 @@ that every reduced search keeps every state.) Interchangeable writers in equal s
 rank: their actions compare by kind and choice alone, so an action and its renaming tie and
 neither puts the other to sleep. The depth-first search keeps the one-edge part only (nothing
 inherited): a revisit there re-expands only what the new edge does not put to sleep.
+
+Doomed swaps (a persistent set, on top of the sleep sets). A writer whose one enabled step is a
+plain ``cas`` that fails now against a catalog already past the version it refreshed
+(``Model.doomed_swap``: it has retries left, no fault or crash can reach it, its catalog is
+the configuration's) loses that race whatever the others do first: an applied swap only raises
+the catalog's version, so none can make its swap apply, and its step changes nothing but its
+own phase and attempt (back to ``written``, to refresh and try again). The step is independent
+of every other writer's action now and in the future, and it is invisible: no history record,
+no file, no pointer, so no property's verdict, changes with it. So ``{that cas}`` is a
+persistent set, and the search explores it alone at such a state (``Expander._doomed``), the
+first such writer in slot order. A state where other writers move on while the loser has
+not yet noticed its loss is reached instead with the loss taken first, one step apart on the
+loser's side only; the state graph is acyclic (each step advances its writer), so no cycle
+proviso is needed. The successor's sleep set is what was asleep and is independent of the
+swap: nothing else was explored at the state to put to sleep. What this keeps, measured on
+every configuration of ``tests/test_explicit.py`` against the unreduced search: the same
+violated and allowed properties, the same shortest counterexample lengths, the same final
+outcomes; it drops states (the pipelines of ``benchmarks/pipelines/``: about a third of a
+BFS level at depth 11), not behaviours. ``DOOMED_SWAPS`` turns it off for a measurement of
+the sleep sets alone (benchmarks/run.py); ``--no-por`` turns both off.
 """
 
 from __future__ import annotations
@@ -72,6 +92,9 @@ POINTER_WRITERS = frozenset({CAS, CAS_REPLY_LOST, CAS_APPLIED_FAILED})
 POINTER_READERS = frozenset({BEGIN, REFRESH, CAS, CAS_REPLY_LOST, CAS_APPLIED_FAILED, WRITE,
                              RESTART})
 LOCAL = frozenset({CAS_NOT_APPLIED, CRASH})
+#: Explore a doomed swap alone (above). A constant, not a search option: a benchmark's fresh
+#: process sets it to measure the sleep sets alone; every search otherwise has it on with POR.
+DOOMED_SWAPS = True
 
 
 def applies(cfg) -> bool:

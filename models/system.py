@@ -1409,6 +1409,24 @@ class Model:
         return self._finish(state, w, COMMIT_FAILED, result.message, "commit",
                             store=self._clean_all(state, w))
 
+    def doomed_swap(self, state: State, w: WriterState) -> bool:
+        """Will ``w``'s next step, a plain ``cas``, lose its race whatever the other writers do
+        first, and only send it back to try again? True when it is prepared, its swap fails
+        now against a catalog already past the version it refreshed (each applied swap raises
+        the version, so no later catalog can let it apply: a metadata path is never the
+        pointer twice), it has retries left (the step finishes nothing: no history record, no
+        file deleted, only its own phase and attempt change), and its catalog is the
+        configuration's (a Hive client's locked two-step swap is not this). The partial-order
+        reduction (``engines/por.py``, ``doomed``) explores such a step alone."""
+        if w.phase != PREPARED or w.operation is None or w.name in self._clients:
+            return False
+        if w.attempt >= self._retries(w):
+            return False
+        base = state.metadata_at(w.refreshed_path)
+        if state.catalog.version <= base.version:
+            return False
+        return not self._swap(state, w).applied
+
     def _retries(self, w: WriterState) -> int:
         """How many times the writer retries a lost swap: the table's
         commit.retry.num-retries when it sets it, else its engine's own default

@@ -2,8 +2,9 @@
 
 Symmetry and POR must not change what the search finds: the same set of violated (and allowed)
 properties, the same shortest counterexample length per property, the same reachable final-state
-outcomes (normalized over interchangeable writers); reduced state counts <= full ones. POR (sleep
-sets) must keep every reachable state. Results must not depend on the worker count.
+outcomes (normalized over interchangeable writers); reduced state counts <= full ones. POR's
+sleep sets must keep every reachable state; its doomed swaps (engines/por.py) drop states, never
+a verdict, a shortest counterexample's length or a final outcome. Results must not depend on the worker count.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from _search_util import MIXES, walk
 
 from icecheck.engines.config import mix_config
 from icecheck.engines.explicit import Bounds, Expander, search, with_retries
+from icecheck.engines import por as por_
 from icecheck.engines.por import independent
 from icecheck.engines.symmetry import Fingerprinter, Perm, group, symmetry_classes
 from icecheck.models.system import digest
@@ -37,6 +39,11 @@ CONFIGS = [
     # ``write`` is then a step of its own (Model._split_write), dependent on the swaps
     with_retries(mix_config("spark-3.5-cow-serializable", 3, 1, ("merge", "delete", "expire"), 1),
                  0),
+    # lost races that wait to be noticed (engines/por.py, doomed swaps): PyIceberg's first
+    # attempt swaps against the metadata it began from; a catalog that refuses a taken version
+    with_retries(mix_config("pyiceberg-0.12-serializable", 3, 1, ("delete", "insert"), 1), 2),
+    with_retries(mix_config("spark-3.5-mor-serializable", 3, 1, ("update", "insert"), 1,
+                            catalog="put_if_absent"), 2),
 ]
 IDS = [c.name for c in CONFIGS]
 #: the configurations whose every reachable state the commutation test walks
@@ -50,7 +57,7 @@ def verdict(r):
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
-def test_reductions_preserve_verdicts(cfg):
+def test_reductions_preserve_verdicts(cfg, monkeypatch):
     full = search(cfg, engine="bfs", symmetry=False, por=False, traces=False)
     assert full.complete
     for sym, por in ((True, False), (False, True), (True, True)):
@@ -59,11 +66,16 @@ def test_reductions_preserve_verdicts(cfg):
         assert verdict(r) == verdict(full), (sym, por)
         assert r.states <= full.states
         assert r.transitions <= full.transitions
-        if not sym:   # POR keeps every reachable state
-            assert r.states == full.states
-        if sym:
-            sym_only = search(cfg, engine="bfs", symmetry=True, por=False, traces=False)
-            assert r.states == sym_only.states
+        if por:
+            # the sleep sets alone keep every state (of the orbits, with symmetry); the doomed
+            # swaps drop only states where a lost race waits to be noticed
+            with monkeypatch.context() as m:
+                m.setattr(por_, "DOOMED_SWAPS", False)
+                sleep = search(cfg, engine="bfs", symmetry=sym, por=True, traces=False)
+            ref = search(cfg, engine="bfs", symmetry=sym, por=False, traces=False)
+            assert verdict(sleep) == verdict(full)
+            assert sleep.states == ref.states
+            assert r.states <= sleep.states
     # DFS: the same verdicts (its counterexamples need not be shortest) and the same states
     for sym, por in ((False, False), (True, True)):
         d = search(cfg, engine="dfs", symmetry=sym, por=por, traces=False)
@@ -125,6 +137,57 @@ def test_independent_actions_commute(cfg):
                 assert digest(ab) == digest(ba), (a, b)
                 pairs += 1
     assert pairs > 0
+
+
+#: configurations with lost races that wait to be noticed (writers with retries left)
+DOOMING = CONFIGS[7:9] + CONFIGS[-2:]
+
+
+@pytest.mark.parametrize("cfg", DOOMING, ids=[c.name for c in DOOMING])
+def test_doomed_swaps_are_independent_and_invisible(cfg):
+    """What makes ``{a doomed cas}`` a persistent set (engines/por.py, "Doomed swaps"), on
+    every reachable state: the writer's only enabled step is that cas; it changes only its own
+    writer (no history record, pointer, file); every other writer's enabled action commutes
+    with it and leaves it doomed; and the properties judge the state the same before and
+    after it."""
+    from icecheck.traces.execute import judge
+    model, states = _reachable(cfg, limit=4000)
+    seen = 0
+    for s in states:
+        for i, w in enumerate(s.writers):
+            if not model.doomed_swap(s, w):
+                continue
+            seen += 1
+            mine = model.writer_actions(s, w)
+            assert [str(a) for a in mine] == [f"{w.name}.cas"]
+            c = mine[0]
+            after = model.step(s, c)
+            assert after.catalog == s.catalog and after.store == s.store
+            assert after.writers[:i] == s.writers[:i] and after.writers[i + 1:] == s.writers[i + 1:]
+            assert after.writers[i].history == w.history
+            assert after.writers[i].phase == "written"
+            for b in model.actions(s):
+                if b.writer == w.name:
+                    continue
+                sb = model.step(s, b)
+                assert model.doomed_swap(sb, sb.writers[i]), (c, b)
+                assert digest(model.step(sb, c)) == digest(model.step(after, b)), (c, b)
+            v1, v2 = judge(cfg, model, s), judge(cfg, model, after)
+            assert sorted(map(str, v1.unexpected)) == sorted(map(str, v2.unexpected))
+            assert sorted(str(v) for v, _ in v1.expected) == sorted(str(v) for v, _ in v2.expected)
+    assert seen > 0
+
+
+def test_no_doomed_swap_without_retries_or_against_a_last_writer_wins_catalog():
+    """A lost race with no retry left ends the command (a history record: visible), and a
+    last-writer-wins catalog never refuses a swap: neither is a doomed swap."""
+    for cfg in (with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1),
+                             0),
+                with_retries(mix_config("spark-3.5-cow-serializable", 3, 1, ("insert",), 1,
+                                        catalog="last_writer_wins"), 2)):
+        model, states = _reachable(cfg, limit=1500)
+        assert not any(model.doomed_swap(s, w) for s in states for w in s.writers), cfg.name
+        assert any(w.phase == "prepared" for s in states for w in s.writers)
 
 
 def test_fingerprint_matches_model_digest_equality():
