@@ -1,34 +1,60 @@
 """Distributed exhaustive search on PySpark (``icecheck explore --engine spark-bfs``).
 
-A level-synchronous BFS in the manner of TLC's distributed mode: the visited fingerprints and
-the frontier are partitioned across executors by fingerprint hash (``fp_partition``). Each
-level
+A level-synchronous BFS in the manner of TLC's distributed mode, in which Spark moves the
+edges between partitions and each partition's states and visited fingerprints stay in memory,
+in one long-lived process per partition (a *keeper*), from level to level.
 
-1. expands the frontier where it lives (``mapPartitions``): every task judges and expands its
-   states with the very ``engines.explicit.Expander`` the local BFS uses (one per Python
-   worker, so its verdict memo survives across tasks) -- the same model, the same
-   fingerprints, the same partial-order reduction;
+Why keepers (issue 44, measured on local[1], 225,957 states of spark-3.5-cow-snapshot 3w x 2
+DELETE/UPDATE): the search before this kept a partition's states in whichever Python worker
+Spark ran its task in, and Spark hands a task to any idle worker of its pool (a ``zip`` of two
+Python RDDs alone keeps two alive), so *none* of the 225,957 frontier states was found where it
+had been generated: every one was replayed from its path (rebuilt step by step, fingerprinted
+again: a third of a worker's time), with cold memos; and the visited set, an RDD, was
+unpickled and pickled whole at every level, and every edge went through PySpark's Python
+shuffle (pickled one by one, spilled and compressed). 1,800 states/s against 15,000 in one
+process.
 
-   a state travels as its *path*, the action labels that reach it from the initial state,
-   and is rebuilt where it is expanded (``_Levels``): from the successor the same Python
-   worker generated a level earlier when it has it, else by replaying the path through the
-   model's step memo. A pickled state is about 18 KB (its whole object store) and unpickles
-   into objects none of the worker's caches know (1 ms each, then every digest and memo key
-   computed afresh); a path is a few labels;
-2. sends each successor edge to the partition that owns its fingerprint (``reduceByKey``, with
-   a map-side combine): for every fingerprint the *first* edge in the local BFS's order
-   (parent fingerprint, then action order) wins, so a state's parent, its concrete
-   representative and its POR pruned set are exactly the local BFS's;
-3. drops the fingerprints the owning partition has seen (``zip`` of the visited partition with
-   the candidate partition of the same index: no shuffle of the visited set) and adds the new
-   ones; the new states (with their paths) are the next frontier, left in place.
+So each of the ``partitions`` has a keeper on the host that first ran one of its tasks
+(``_keeper_main``: a process of its own, reached through a Unix socket in a private directory,
+holding one ``engines.explicit.Expander`` whose memos stay warm for the whole search). Partition
+``k``'s keeper holds
+
+* the visited fingerprints whose ``fp_partition`` is ``k``;
+* the states it generated when it expanded its part of the last level, by *handle* (their
+  index); a state is expanded by the keeper that generated it, so it is never shipped nor
+  rebuilt (as the local ``--workers`` BFS keeps a state in the process that made it).
+
+A level is one Spark job of two stages, each task a thin proxy that hands its partition's
+records to its keeper and yields what the keeper answers, as opaque pickled blobs (a few per
+task: PySpark's shuffle sees a handful of records, not one per edge):
+
+1. *expand* (partition ``g``): the keeper judges and expands the states it was told to keep
+   (``Expander.judge``, ``Expander.successors``: the code the local BFS runs, with its symmetry
+   order types passed on as the local BFS does), and combines its edges per target
+   fingerprint as the local BFS does (``_first_edge``): the first edge in (parent
+   fingerprint, action) order gives the concrete state, the POR pruned sets intersect, or
+   are emptied once an edge reached another concrete state of the orbit; one blob of edges
+   per target partition, and the level's summary;
+2. *dedup* (partition ``p``): the keeper merges the candidates of every source, drops the
+   fingerprints it has seen and adds the rest; each winner (its handle, fingerprint, pruned
+   set and path) goes back to the partition that generated it: the next level's input.
+
+Every state travels with its *path* (the action labels from the initial state along first
+edges), which costs a few labels per state: a keeper that does not hold a state a winner
+names (a task that ran on another host, a keeper restarted, a retried level) rebuilds it by
+replaying the path (``checkpoint.rebuild_states``, which checks the fingerprint; a miss is an
+error, never skipped), and a violating state's path is its shortest counterexample, so no
+parent pointers are kept. A retried dedup of the level just run gives the same winners (the
+fingerprints the level added are kept apart until the next level starts).
 
 The driver only sums per-level statistics and, for each property, keeps the least violating
 fingerprint of the first level that shows it (what the local BFS records first, since it judges
-a level in fingerprint order), with its path: the first edges' chain from the initial state,
-so the counterexample is a shortest one, and no parent pointers need to be kept. States,
-transitions, final states, verdicts, coverage and counterexamples equal the local BFS's
-(``tests/test_explore_spark.py``).
+a level in fingerprint order). States, transitions, final states, verdicts, coverage and
+counterexamples equal the local BFS's (``tests/test_explore_spark.py``).
+
+Keepers end when the search ends (a job asks every keeper of the search on its host to stop),
+when the Spark worker daemon that started them is gone (a stopped session, a killed executor),
+or after ``KEEPER_IDLE`` seconds without a request.
 
 ``local[N]`` by default; under ``spark-submit`` its ``--master`` stands (``sweep.distributed``).
 On a cluster the workers need icecheck importable (``ship_code``) and its dependencies.
@@ -36,12 +62,26 @@ On a cluster the workers need icecheck importable (``ship_code``) and its depend
 
 from __future__ import annotations
 
+import os
 import pickle
+import socket
+import struct
+import sys
+import tempfile
+import threading
 import time
+import uuid
 from collections import Counter
 
-from icecheck.engines.explicit import (SPARK_BFS, Bounds, Expander, Progress,
-                                       Result, Violation, _Stop)
+from icecheck.engines.explicit import (SPARK_BFS, Bounds, Expander, Progress, Result,
+                                       Violation, _Stop)
+
+_NONE: frozenset = frozenset()
+#: Seconds a keeper waits for a request before it ends (the daemon's end is noticed first).
+KEEPER_IDLE = 3600.0
+#: Seconds a task waits for a keeper it started to listen.
+KEEPER_START = 120.0
+_PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 def fp_partition(fp: bytes) -> int:
@@ -49,113 +89,345 @@ def fp_partition(fp: bytes) -> int:
     return int.from_bytes(fp[:8], "big")
 
 
-# -- the executor side ------------------------------------------------------------------------
-class _Levels:
-    """One configuration's Expander in this Python worker (reused across tasks and levels, so
-    its verdict, step and digest memos survive), and the successors it generated at the last
-    level it expanded, by path: the next level's states, when Spark runs their task in this
-    same worker."""
-
-    def __init__(self, spec: bytes):
-        self.ex = Expander(*pickle.loads(spec))
-        self.depth = -1
-        self.generated: dict[tuple, object] = {}    # path -> state, of level ``depth + 1``
-        self.previous: dict[tuple, object] = {}     # the same one level earlier
-        self.replayed = self.reused = 0
-
-    def start(self, depth: int) -> None:
-        """Expanding level ``depth``: what was generated at ``depth - 1`` is this level."""
-        if depth != self.depth:
-            if depth == self.depth + 1:
-                self.previous, self.generated = self.generated, {}
-            else:                 # another search of the same configuration, or a retried level
-                self.previous, self.generated = {}, {}
-            self.depth = depth
-
-    def states(self, items: list) -> list:
-        """The states of ``items`` (fingerprint, path, pruned), in order: kept, or replayed
-        together (``rebuild_states`` walks the paths as a trie, each shared prefix once)."""
-        from icecheck.engines.checkpoint import rebuild_states
-        out = [self.previous.get(path) for _, path, _ in items]
-        missing = [(fp, list(path)) for (fp, path, _), s in zip(items, out) if s is None]
-        self.reused += len(items) - len(missing)
-        self.replayed += len(missing)
-        if missing:
-            got, bad = rebuild_states(self.ex.model, self.ex.fingerprints, missing)
-            if bad:   # the model is deterministic: a replay that misses is a bug, never skipped
-                raise RuntimeError(f"spark-bfs: replaying {' '.join(dict(missing)[bad[0]])} "
-                                   f"did not reach the state of fingerprint {bad[0].hex()}")
-            out = [s if s is not None else got[fp] for (fp, _, _), s in zip(items, out)]
-        return out
+def _ident(k: int) -> int:
+    """The partitioner of records already keyed by their partition's index."""
+    return k
 
 
-_LEVELS: dict[bytes, _Levels] = {}
-
-
-def _levels_of(spec: bytes) -> _Levels:
-    got = _LEVELS.get(spec)
-    if got is None:
-        got = _LEVELS[spec] = _Levels(spec)
-    return got
-
-
-def _expand_partition(spec: bytes, depth: int, items):
-    """Judge and expand this partition's frontier items (fingerprint, path, pruned): one
-    ("S", summary) record, then ("E", (fingerprint, candidate)) per explored edge."""
-    lv = _levels_of(spec)
-    lv.start(depth)
-    ex = lv.ex
-    stats = ex.level_stats()
-    firsts: dict[tuple, tuple] = {}         # (kind, property) -> (least fp, known, path)
-    counts: Counter = Counter()             # (kind, property) -> states
-    edges = []
-    generated = lv.generated
-    items = list(items)
-    for (fp, path, pruned), s in zip(items, lv.states(items)):
-        unexpected, known, allowed, events = ex.judge(s)
-        for kind, props in (("v", unexpected), ("a", allowed), ("r", events)):
-            for p in props:
-                counts[(kind, p)] += 1
-                if kind != "r":
-                    old = firsts.get((kind, p))
-                    if old is None or fp < old[0]:
-                        firsts[(kind, p)] = (fp, p in known, path)
-        for i, (fp2, label, conc2, p2, s2) in enumerate(ex.successors(s, pruned, depth, stats)):
-            path2 = path + (label,)
-            generated[path2] = s2
-            # candidate: (order key, label, concrete fp, path, pruned, mixed)
-            edges.append(("E", (fp2, ((fp, i), label, conc2, path2, p2, False))))
-    yield ("S", (stats.flush(), firsts, counts, (lv.reused, lv.replayed)))
-    lv.reused = lv.replayed = 0
-    yield from edges
-
-
-def _first_edge(a: tuple, b: tuple) -> tuple:
-    """Combine two candidates for one fingerprint as the local BFS does (``explicit._bfs``):
-    the first edge in (parent fp, action) order gives the parent and the concrete state (its
-    path: the parent's concrete path and the action's label); the
-    pruned set is the intersection over all edges, or empty once an edge reached another
-    concrete state of the orbit. Associative and commutative, so a map-side combine is safe."""
+def _first_edge(a: list, b: list) -> list:
+    """Combine two candidates [order key, concrete fp, pruned, mixed, generator, handle, path]
+    for one fingerprint as the local BFS does (``explicit._bfs``): the first edge in (parent
+    fp, action) order gives the concrete state (its generator, handle and path); the pruned set
+    is the intersection over all edges, or empty once an edge reached another concrete state
+    of the orbit. Associative and commutative, so it may combine in any grouping."""
     if b[0] < a[0]:
         a, b = b, a
-    key, label, conc, path, pruned, mixed = a
-    other = b[5] or b[2] != conc
+    other = b[3] or b[1] != a[1]
+    pruned = a[2]
     if pruned:
-        pruned = frozenset() if other else pruned & b[4]
-    return (key, label, conc, path, pruned, mixed or other)
+        pruned = _NONE if other else pruned & b[2]
+    return [a[0], a[1], pruned, a[3] or other, a[4], a[5], a[6]]
 
 
-def _dedup(pair):
-    """(visited partition: a set of fingerprints, candidate partition) -> (visited with the new
-    states, new frontier items (fp, path, pruned) in fingerprint order)."""
-    visited, cands = pair
-    new = []
-    for fp2, (_key, _label, _conc, path, pruned, _mixed) in cands:
-        if fp2 not in visited:
-            visited.add(fp2)
-            new.append((fp2, path, pruned))
-    new.sort(key=lambda x: x[0])
-    return visited, new
+# -- the wire between a task and its keeper --------------------------------------------------
+def _send(sock: socket.socket, obj) -> None:
+    data = pickle.dumps(obj, protocol=_PICKLE)
+    sock.sendall(struct.pack("!Q", len(data)))
+    sock.sendall(data)
+
+
+def _recv(sock: socket.socket):
+    (n,) = struct.unpack("!Q", _recv_exact(sock, 8))
+    return pickle.loads(_recv_exact(sock, n))
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
+            raise EOFError("spark-bfs: the keeper closed the connection")
+        got += k
+    return buf
+
+
+def _keeper_dir() -> str:
+    """A directory only this user can enter: the keepers' sockets (no one else may connect)."""
+    d = os.path.join(tempfile.gettempdir(), f"icecheck-spark-bfs-{os.getuid()}")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    return d
+
+
+def _sock_path(sid: str, index: int) -> str:
+    return os.path.join(_keeper_dir(), f"{sid}-{index}.sock")
+
+
+# -- the keeper (a process per partition) ------------------------------------------------------
+class _Keeper:
+    """One partition's states, visited fingerprints and Expander (see the module's docstring)."""
+
+    def __init__(self, spec: bytes, index: int, nparts: int):
+        self.ex = Expander(*pickle.loads(spec))
+        self.index, self.nparts = index, nparts
+        self.visited: set[bytes] = set()
+        self.added: set[bytes] = set()      # what the last dedup added (kept apart: a retry)
+        self.added_depth: int | None = None
+        # the states generated by the last expand: handle -> (state, symmetry order type)
+        self.generated: list[tuple] = []
+        self.gen_depth: int | None = None    # ... which are of this level
+        self.reused = self.replayed = 0
+
+    def expand(self, depth: int, blobs: list) -> tuple[dict, tuple]:
+        """Judge and expand the winners in ``blobs`` (pickled lists of (handle, fp, pruned,
+        path)) at ``depth``: ({target partition: pickled [(fp, candidate)]}, summary)."""
+        ex, g, nparts = self.ex, self.index, self.nparts
+        items = [it for b in blobs for it in pickle.loads(b)]
+        items.sort(key=lambda it: it[1])          # the local BFS's order: by fingerprint
+        gen = self.generated if self.gen_depth == depth else None
+        self.generated, self.gen_depth = [], None
+        states, missing = [], []
+        for h, fp, _, path in items:
+            if h >= 0 and gen is not None:
+                states.append(gen[h])
+            else:
+                states.append(None)
+                missing.append((fp, list(path)))
+        gen = None
+        if missing:
+            from icecheck.engines.checkpoint import rebuild_states
+            got, bad = rebuild_states(ex.model, ex.fingerprints, missing)
+            if bad:   # the model is deterministic: a replay that misses is a bug, never skipped
+                path = dict(missing)[bad[0]]
+                raise RuntimeError(f"spark-bfs: replaying {' '.join(path)} did not reach the "
+                                   f"state of fingerprint {bad[0].hex()}")
+            states = [s if s is not None else (got[fp], None)
+                      for (_, fp, _, _), s in zip(items, states)]
+        self.reused += len(items) - len(missing)
+        self.replayed += len(missing)
+        if depth == 0:
+            self.visited.update(fp for h, fp, _, _ in items if h < 0)   # the initial state
+        stats = ex.level_stats()
+        verdicts: Counter = Counter()
+        firsts: dict[tuple, tuple] = {}         # (kind, property) -> (least fp, known, path)
+        by_target: list[dict] = [{} for _ in range(nparts)]
+        new_gen = self.generated
+        orders: dict | None = {} if ex.fp.symmetric else None
+        successors, judge = ex.successors, ex.judge
+        for (_, fp, pruned, path), (s, order) in zip(items, states):
+            verdict = judge(s)
+            verdicts[verdict] += 1
+            if verdict[0] or verdict[2]:
+                known = verdict[1]
+                for kind, props in (("v", verdict[0]), ("a", verdict[2])):
+                    for p in props:
+                        old = firsts.get((kind, p))
+                        if old is None or fp < old[0]:
+                            firsts[(kind, p)] = (fp, p in known, path)
+            for i, (fp2, label, conc2, p2, s2) in enumerate(
+                    successors(s, pruned, depth, stats, order, orders)):
+                t = by_target[fp_partition(fp2) % nparts]
+                c = t.get(fp2)
+                if c is None:
+                    t[fp2] = [(fp, i), conc2, p2, False, g, len(new_gen), path + (label,)]
+                    new_gen.append((s2, orders.get(fp2) if orders is not None else None))
+                else:                 # a later edge into the same fingerprint (_first_edge)
+                    other = conc2 != c[1]
+                    if c[2]:
+                        c[2] = _NONE if other else c[2] & p2
+                    if other:
+                        c[3] = True
+        self.gen_depth = depth + 1
+        items = states = None
+        counts: Counter = Counter()
+        for (unexpected, _, allowed, events), n in verdicts.items():
+            for kind, props in (("v", unexpected), ("a", allowed), ("r", events)):
+                for p in props:
+                    counts[(kind, p)] += n
+        out = {t: pickle.dumps(list(d.items()), protocol=_PICKLE)
+               for t, d in enumerate(by_target) if d}
+        summary = (stats.flush(), firsts, counts, (self.reused, self.replayed))
+        self.reused = self.replayed = 0
+        return out, summary
+
+    def dedup(self, depth: int, blobs: list) -> tuple[dict, int]:
+        """Merge the candidates of level ``depth + 1`` sent to this partition, keep the
+        fingerprints not seen: ({generator partition: pickled [(handle, fp, pruned, path)]},
+        how many)."""
+        if self.added_depth != depth:
+            self.visited.update(self.added)
+        self.added, self.added_depth = set(), depth   # a retried level: its additions again
+        best: dict = {}
+        for b in blobs:
+            for fp2, c in pickle.loads(b):
+                old = best.get(fp2)
+                best[fp2] = c if old is None else _first_edge(old, c)
+        visited, added = self.visited, self.added
+        out: list[list] = [[] for _ in range(self.nparts)]
+        for fp2, c in best.items():
+            if fp2 not in visited:
+                added.add(fp2)
+                out[c[4]].append((c[5], fp2, c[2], c[6]))
+        return ({g: pickle.dumps(w, protocol=_PICKLE) for g, w in enumerate(out) if w},
+                len(added))
+
+
+def _keeper_main() -> None:
+    """A keeper process: ``python -c ... SOCKET INDEX NPARTS WATCH`` with the pickled search
+    spec on stdin. Serves one request at a time until told to stop, until process ``WATCH``
+    (the Spark worker daemon that started it) is gone, or ``KEEPER_IDLE`` seconds without one."""
+    import signal
+    import traceback
+    from icecheck.engines.explicit import few_collections
+
+    path, index, nparts, watch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the driver's to handle
+    spec = sys.stdin.buffer.read()
+    keeper = _Keeper(spec, index, nparts)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    srv.bind(path)
+    srv.listen(8)
+
+    def watcher():
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(watch, 0)
+            except ProcessLookupError:
+                _gone(path)
+            except PermissionError:
+                pass
+    threading.Thread(target=watcher, daemon=True).start()
+    srv.settimeout(KEEPER_IDLE)
+    with few_collections() as heap:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                _gone(path)
+            with conn:
+                conn.settimeout(None)
+                try:
+                    req = _recv(conn)
+                except (EOFError, OSError):
+                    continue
+                op = req[0]
+                try:
+                    if op == "stop":
+                        _send(conn, ("ok", None))
+                        _gone(path)
+                    elif op == "expand":
+                        reply = ("ok", keeper.expand(req[1], req[2]))
+                    elif op == "dedup":
+                        reply = ("ok", keeper.dedup(req[1], req[2]))
+                    else:
+                        reply = ("error", f"unknown request {op!r}")
+                except Exception:
+                    reply = ("error", traceback.format_exc())
+                try:
+                    _send(conn, reply)
+                except OSError:
+                    pass
+                reply = req = None
+                heap.settle()
+
+
+def _gone(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os._exit(0)
+
+
+# -- the tasks (proxies to the keepers) --------------------------------------------------------
+def _connect(path: str) -> socket.socket | None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return s
+    except (FileNotFoundError, ConnectionRefusedError):
+        s.close()
+        return None
+
+
+def _keeper(ctx: tuple, index: int) -> socket.socket:
+    """A connection to partition ``index``'s keeper on this host, started when there is none
+    (under a lock: two tasks of one partition start one keeper)."""
+    import fcntl
+    import subprocess
+    sid, spec, nparts = ctx
+    path = _sock_path(sid, index)
+    s = _connect(path)
+    if s is not None:
+        return s
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        s = _connect(path)
+        if s is not None:
+            return s
+        err = tempfile.TemporaryFile()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from icecheck.engines.spark_bfs import _keeper_main; "
+             "_keeper_main()", path, str(index), str(nparts), str(os.getppid())],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=env,
+            start_new_session=True, close_fds=True)
+        proc.stdin.write(spec)
+        proc.stdin.close()
+        deadline = time.monotonic() + KEEPER_START
+        while True:
+            s = _connect(path)
+            if s is not None:
+                return s
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err.seek(0)
+                raise RuntimeError(f"spark-bfs: the keeper of partition {index} did not start: "
+                                   + err.read().decode(errors="replace")[-2000:])
+            time.sleep(0.05)
+
+
+def _ask(ctx: tuple, index: int, request: tuple):
+    with _keeper(ctx, index) as s:
+        _send(s, request)
+        status, value = _recv(s)
+    if status != "ok":
+        raise RuntimeError(f"spark-bfs: the keeper of partition {index} failed:\n{value}")
+    return value
+
+
+def _expand_task(ctx: tuple, depth: int, g: int, records):
+    """Partition ``g`` of level ``depth``'s expand stage: (target, ("E", blob)) records and
+    one (g, ("S", summary))."""
+    blobs = [v for _, v in records]
+    if not blobs:
+        return
+    out, summary = _ask(ctx, g, ("expand", depth, blobs))
+    yield g, ("S", summary)
+    for t, blob in out.items():
+        yield t, ("E", blob)
+
+
+def _dedup_task(ctx: tuple, depth: int, p: int, records):
+    """Partition ``p`` of level ``depth``'s dedup stage: (generator, blob) records for the
+    next level, (-1, summary) for each expand summary routed here, (-2, new states)."""
+    blobs = []
+    for _, (kind, v) in records:
+        if kind == "S":
+            yield -1, v
+        else:
+            blobs.append(v)
+    if blobs:
+        out, n = _ask(ctx, p, ("dedup", depth, blobs))
+        yield -2, n
+        yield from out.items()
+
+
+def _stop_keepers(sid: str) -> None:
+    """Stop every keeper of search ``sid`` on this host."""
+    d = _keeper_dir()
+    for name in os.listdir(d):
+        if name.startswith(sid + "-"):
+            full = os.path.join(d, name)
+            if name.endswith(".sock"):
+                s = _connect(full)
+                if s is not None:
+                    with s:
+                        try:
+                            _send(s, ("stop",))
+                            _recv(s)
+                        except (OSError, EOFError):
+                            pass
+            elif name.endswith(".lock"):
+                try:
+                    os.unlink(full)
+                except OSError:
+                    pass
 
 
 # -- the driver -------------------------------------------------------------------------------
@@ -168,10 +440,8 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
 
     ``spark``: a SparkSession to use (kept running); else one is made for ``master`` (None:
     spark-submit's, else ``local[*]``) and stopped at the end. ``partitions``: how many ways
-    the fingerprints are split (default Spark's default parallelism: one partition per core.
-    Each partition costs about 0.45 s a level here whatever its size, and fingerprints hash
-    evenly, so more partitions than cores only add tasks: spark-3.5-cow-snapshot 3w x 2
-    DELETE on ``local[1]`` took 14.7 s with one partition and 23.4 s with two)."""
+    the fingerprints are split, each with its keeper process (default Spark's default
+    parallelism: one per core)."""
     from icecheck.engines.explicit import attach_traces, check_bounds
     from icecheck.engines.por import applies as por_applies
 
@@ -191,13 +461,18 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     res.symmetry_classes = driver.classes
     res.note_symmetry(driver.fp.note)
     res.notes.append(f"spark master {sc.master}, {nparts} fingerprint partitions")
-    spec = pickle.dumps((cfg, symmetry, por, bounds, evaluate))
+    sid = uuid.uuid4().hex[:16]
+    ctx = (sid, pickle.dumps((cfg, symmetry, por, bounds, evaluate)), nparts)
     try:
-        _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, stop_on)
+        _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on)
     except KeyboardInterrupt:
         res.stopped = "interrupted"
         sc.cancelAllJobs()
     finally:
+        try:
+            sc.parallelize(range(nparts), nparts).foreach(lambda _: _stop_keepers(sid))
+        except Exception:     # noqa: BLE001 -- a stopped context: its daemon's end stops them
+            pass
         if own:
             spark.stop()
     res.seconds = time.monotonic() - start
@@ -206,34 +481,38 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     return res
 
 
-def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, stop_on) -> None:
+def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on) -> None:
     from pyspark import StorageLevel
 
+    nparts = ctx[2]
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
     home = fp_partition(fp0) % nparts
-    # one element per partition: (visited fingerprints, frontier items (fp, path, pruned))
-    level = sc.parallelize(range(nparts), nparts).map(
-        lambda i: ({fp0}, [(fp0, (), frozenset())]) if i == home else (set(), []))
-    level.persist(StorageLevel.MEMORY_AND_DISK)
+    # the level's input: (generator partition, pickled winners (handle, fp, pruned, path));
+    # handle -1: the initial state, rebuilt from its empty path
+    level = sc.parallelize([(home, pickle.dumps([(-1, fp0, _NONE, ())]))], 1)
     res.states = 1
     reused = replayed = 0
     depth = 0
-    frontier_n = 1
     try:
         while True:
             if deadline is not None and time.monotonic() >= deadline:
                 res.stopped = "time budget"
                 raise _Stop()
             res.max_depth = depth
-            visited = level.map(lambda x: x[0])
-            frontier = level.flatMap(lambda x: x[1])
-            expanded = frontier.mapPartitions(
-                lambda it, d=depth: _expand_partition(spec, d, it), preservesPartitioning=True)
-            expanded.persist(StorageLevel.MEMORY_AND_DISK)
-            summaries = expanded.filter(lambda r: r[0] == "S").map(lambda r: r[1]).collect()
+            expanded = (level.filter(lambda r: r[0] >= 0).partitionBy(nparts, _ident)
+                        .mapPartitionsWithIndex(
+                            lambda g, it, d=depth: _expand_task(ctx, d, g, it)))
+            nxt = (expanded.partitionBy(nparts, _ident)
+                   .mapPartitionsWithIndex(lambda p, it, d=depth: _dedup_task(ctx, d, p, it)))
+            nxt.persist(StorageLevel.MEMORY_AND_DISK)
+            nxt.localCheckpoint()
+            meta = nxt.filter(lambda r: r[0] < 0).collect()
+            level.unpersist()
+            level = nxt
+            new = sum(v for k, v in meta if k == -2)
             firsts: dict[tuple, tuple] = {}
-            for stats, f, counts, (n_reused, n_replayed) in summaries:
+            for stats, f, counts, (n_reused, n_replayed) in (v for k, v in meta if k == -1):
                 reused += n_reused
                 replayed += n_replayed
                 stats.add_to(res)
@@ -254,24 +533,13 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
             if stop_on is not None and stop_on <= (set(res.violations) | set(res.allowed)):
                 res.stopped = "found"
                 raise _Stop()
-            cands = (expanded.filter(lambda r: r[0] == "E").map(lambda r: r[1])
-                     .reduceByKey(_first_edge, nparts, fp_partition))
-            nxt = visited.zip(cands.glom()).map(_dedup)
-            nxt.persist(StorageLevel.MEMORY_AND_DISK)
-            nxt.localCheckpoint()
-            new = sum(nxt.map(lambda x: len(x[1])).collect())
-            expanded.unpersist()
             if bounds.max_states is not None and res.states + new > bounds.max_states:
                 res.stopped = "max states"
                 res.cut += new
-                level = nxt
                 raise _Stop()
-            level.unpersist()
-            level = nxt
             res.states += new
-            frontier_n = new
             if progress:
-                progress({"states": res.states, "depth": depth, "frontier": frontier_n,
+                progress({"states": res.states, "depth": depth, "frontier": new,
                           "transitions": res.transitions, "elapsed": time.monotonic() - start})
             if not new:
                 break
@@ -279,5 +547,7 @@ def _levels(sc, res, driver, spec, nparts, bounds, start, deadline, progress, st
         res.complete = True
     except _Stop:
         pass
-    res.notes.append(f"frontier states rebuilt from their paths: {reused:,} kept by the Python "
-                     f"worker that generated them, {replayed:,} replayed")
+    finally:
+        level.unpersist()
+    res.notes.append(f"frontier states: {reused:,} expanded where they were generated, "
+                     f"{replayed:,} rebuilt from their paths")
