@@ -11,7 +11,10 @@ reports its states, transitions, whether it completed (or which bound cut it, at
 level and how much of it), seconds, the time and states to its first anomaly, peak RSS and the
 gate's verdict; then, in that same process, the two-phase-commit baseline the other sections
 use (``benchmarks/twophase.py``), so that its speed is also given as a ratio that does not
-depend on how busy the machine was.
+depend on how busy the machine was. Each file is then searched again with the same bounds and
+the partial-order reduction's sleep sets alone (no doomed swaps, ``engines/por.py``): the
+report shows how that lever moved it (``levers``: states through the deepest BFS level both
+searches reached).
 
 Run through ``python -m benchmarks.run --sections realistic [--quick]`` (``bin/benchmark``),
 which writes ``reports/pipelines.json`` and the section of ``reports/benchmarks.md``. The
@@ -43,7 +46,7 @@ QUICK = {"max_states": 200_000, "time_budget_s": 60.0, "max_memory_mb": 8000}
 FIELDS = ("pipeline", "name", "jobs", "engines", "states", "transitions", "max_depth",
           "complete", "stopped", "stopped_at", "seconds", "cpu_seconds", "states_per_s",
           "first_anomaly", "first_failure", "anomalies", "verdict", "peak_rss_mb",
-          "baseline_states_per_s", "ratio", "level_sizes")
+          "baseline_states_per_s", "ratio", "level_sizes", "levers")
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
 
@@ -115,15 +118,20 @@ def _stopped_at(r, levels: _Levels) -> dict | None:
     return out
 
 
-def measure(path: str, bounds: dict, workers: int = 1, log=None) -> dict:
+def measure(path: str, bounds: dict, workers: int = 1, log=None,
+            doomed_swaps: bool = True) -> dict:
     """One pipeline's exhaustive search (traces off: the timing is the search's), then the
     two-phase-commit baseline, in this process. Run it in a fresh process
-    (``measure_in_subprocess``) so that the peak RSS is this search's."""
+    (``measure_in_subprocess``) so that the peak RSS is this search's. ``doomed_swaps``
+    False: the partial-order reduction's sleep sets alone (``engines/por.py``), the lever
+    the section compares its searches with."""
     import gc
 
     from benchmarks.run import baseline_rate, warm_up
+    from icecheck.engines import por
     from icecheck.engines.explicit import Bounds, search
     from icecheck.pipelines.load import load_pipeline
+    por.DOOMED_SWAPS = doomed_swaps
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     p = load_pipeline(path)
     warm_up(p.config)
@@ -167,7 +175,8 @@ def measure(path: str, bounds: dict, workers: int = 1, log=None) -> dict:
     return row
 
 
-def measure_in_subprocess(path: str, bounds: dict, workers: int = 1, log=None) -> dict:
+def measure_in_subprocess(path: str, bounds: dict, workers: int = 1, log=None,
+                          doomed_swaps: bool = True) -> dict:
     """``measure`` in a fresh Python process on the Python source (not the compiled build,
     whatever this process's environment says), its progress lines on this process's stderr:
     passed line by line to ``log`` when given (a run's ``benchmarks.progress.Progress``, whose
@@ -179,7 +188,8 @@ def measure_in_subprocess(path: str, bounds: dict, workers: int = 1, log=None) -
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     env[ENV] = "0"
     cmd = [sys.executable, "-m", "benchmarks.pipelines", "--measure",
-           json.dumps({"path": path, "bounds": bounds, "workers": workers})]
+           json.dumps({"path": path, "bounds": bounds, "workers": workers,
+                       "doomed_swaps": doomed_swaps})]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE if log else None, text=True)
     relay = None
@@ -213,11 +223,31 @@ def bench(bounds: dict, workers: int, log, files: list[str] | None = None,
         log(f"[realistic] {name}: {row['states']:,} states in {row['seconds']} s "
             f"({where}), peak {row['peak_rss_mb']:,.0f} MB, ratio {row['ratio']}, "
             f"{row['verdict']}")
+        log(f"[realistic] {name}: again with the sleep sets alone (no doomed swaps), the "
+            f"same bounds ...")
+        with item(log, name + " (sleep sets alone)"):
+            off = measure_in_subprocess(path, bounds, workers, log, doomed_swaps=False)
+        row["levers"] = levers(off, row)
         rows.append(row)
     return {"mode": mode, "bounds": bounds, "workers": workers,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": os.cpu_count(),
             "baseline": "benchmarks/twophase.py (two-phase commit, pure-Python BFS, 6 RMs), "
                         "run after each search in its process", "pipelines": rows}
+
+
+def levers(off: dict, on: dict) -> dict:
+    """How the doomed swaps (engines/por.py) moved a pipeline's search: the search with the
+    sleep sets alone (``off``) beside the one with both (``on``), compared through the
+    deepest BFS level both reached (every level up to a search's last is whole: a bound cuts
+    the level after it), since two cut searches stop at different depths. With POR off (a
+    schedule or a clock) the two are the same search."""
+    depth = min(len(off["level_sizes"]), len(on["level_sizes"])) - 1
+    through = [sum(off["level_sizes"][:depth + 1]), sum(on["level_sizes"][:depth + 1])]
+    return {"sleep_sets_alone": {k: off[k] for k in ("states", "transitions", "complete",
+                                                        "seconds", "level_sizes",
+                                                        "peak_rss_mb", "verdict")},
+            "depth": depth, "states_through_depth": through,
+            "ratio": round(through[1] / through[0], 4) if through[0] else None}
 
 
 def _where(row: dict) -> str:
@@ -262,6 +292,19 @@ def render_lines(doc: dict) -> list[str]:
                  f"{_first(r['first_anomaly'])} | {_first(r['first_failure'])} | "
                  f"{r['peak_rss_mb']:,.0f} MB | {r['states_per_s']:,} | {r['ratio']} | "
                  f"**{r['verdict']}** |")
+    with_levers = [r for r in doc["pipelines"] if r.get("levers")]
+    if with_levers:
+        L += ["", "How the partial-order reduction's doomed swaps (engines/por.py) moved each "
+              "search: the same file and bounds searched with the sleep sets alone, compared "
+              "through the deepest BFS level both searches reached (a whole level each).", "",
+              "| pipeline | depth | states, sleep sets alone | states, + doomed swaps | "
+              "ratio | sleep sets alone: finished? | verdict |", "|---|---|---|---|---|---|---|"]
+        for r in with_levers:
+            lv, off = r["levers"], r["levers"]["sleep_sets_alone"]
+            L.append(f"| {os.path.basename(r['pipeline'])} | {lv['depth']} | "
+                     f"{lv['states_through_depth'][0]:,} | {lv['states_through_depth'][1]:,} | "
+                     f"{lv['ratio']} | {'yes' if off['complete'] else 'no'} "
+                     f"({off['states']:,} states, {off['seconds']} s) | {off['verdict']} |")
     return L
 
 
@@ -273,7 +316,8 @@ def main(argv=None) -> int:
     ap.add_argument("--measure", required=True, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     m = json.loads(args.measure)
-    print(json.dumps(measure(m["path"], m["bounds"], m.get("workers", 1))))
+    print(json.dumps(measure(m["path"], m["bounds"], m.get("workers", 1),
+                             doomed_swaps=m.get("doomed_swaps", True))))
     return 0
 
 

@@ -62,6 +62,14 @@ def test_realistic_section_runs_end_to_end_on_a_tiny_bound(tmp_path):
         assert r["verdict"] == (P.FAIL if failing else P.INCONCLUSIVE)
         assert r["transitions"] >= r["states"] - 1
         assert r["peak_rss_mb"] > 0 and r["baseline_states_per_s"] > 0 and r["ratio"] > 0
+        # the same search with the sleep sets alone, compared level by level
+        lv = r["levers"]
+        off = lv["sleep_sets_alone"]
+        assert 0 < off["states"] <= TINY and sum(off["level_sizes"]) == off["states"]
+        assert lv["depth"] == min(len(off["level_sizes"]), len(r["level_sizes"])) - 1
+        assert lv["states_through_depth"] == [sum(off["level_sizes"][:lv["depth"] + 1]),
+                                              sum(r["level_sizes"][:lv["depth"] + 1])]
+        assert lv["states_through_depth"][1] <= lv["states_through_depth"][0]
     # benchmarks.json carries the section as every other one; the Markdown shows a row each
     assert json.loads((tmp_path / "benchmarks.json").read_text())["realistic"] == doc
     md = (tmp_path / "benchmarks.md").read_text()
@@ -69,6 +77,20 @@ def test_realistic_section_runs_end_to_end_on_a_tiny_bound(tmp_path):
     for r in rows:
         assert f"| {os.path.basename(r['pipeline'])} | {r['jobs']} (" in md
     assert md.count("**no**: cut by max states") == len(rows)
+    assert "sleep sets alone" in md
+    for r in rows:
+        lv = r["levers"]
+        assert (f"| {os.path.basename(r['pipeline'])} | {lv['depth']} | "
+                f"{lv['states_through_depth'][0]:,} | {lv['states_through_depth'][1]:,} | ") in md
+
+
+def test_levers_compare_through_the_deepest_level_both_reached():
+    off = {"states": 16, "transitions": 20, "complete": False, "seconds": 1.0,
+           "level_sizes": [1, 3, 12], "peak_rss_mb": 1.0, "verdict": P.INCONCLUSIVE}
+    on = {"level_sizes": [1, 3, 8, 20]}
+    lv = P.levers(off, on)
+    assert lv["depth"] == 2 and lv["states_through_depth"] == [16, 12] and lv["ratio"] == 0.75
+    assert lv["sleep_sets_alone"]["level_sizes"] == [1, 3, 12]
 
 
 def test_verdicts_and_where_a_search_stopped_render():
