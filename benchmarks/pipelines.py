@@ -228,11 +228,64 @@ def bench(bounds: dict, workers: int, log, files: list[str] | None = None,
         with item(log, name + " (sleep sets alone)"):
             off = measure_in_subprocess(path, bounds, workers, log, doomed_swaps=False)
         row["levers"] = levers(off, row)
+        row["data_symmetries"] = data_symmetries(path)
         rows.append(row)
     return {"mode": mode, "bounds": bounds, "workers": workers,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": os.cpu_count(),
             "baseline": "benchmarks/twophase.py (two-phase commit, pure-Python BFS, 6 RMs), "
                         "run after each search in its process", "pipelines": rows}
+
+
+def data_symmetries(path: str) -> list[str]:
+    """The permutations of a pipeline file's domain (its keys, and its partitions) that map the
+    file onto itself: its initial rows (as a multiset) and its jobs (as a multiset, up to
+    their names), with every literal value of the domain renamed, in rows, ``set:`` values and
+    the literals of ``where:`` text. Each one found would let a search keep one state of each
+    orbit (data symmetry, issue 44, item 2); none found means that lever cannot pay on this
+    file. Read on the file as written (the ``{key}``/``{partition}`` templates range over the
+    whole domain, so every permutation keeps them)."""
+    import itertools
+    import re
+
+    import yaml
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    dom = doc.get("domain") or {}
+    keys, parts = list(dom.get("keys") or []), list(dom.get("partitions") or [])
+
+    def renamed(x, k: dict, p: dict):
+        if isinstance(x, bool) or x is None:
+            return x
+        if isinstance(x, dict):
+            return {a: renamed(b, k, p) for a, b in x.items()}
+        if isinstance(x, list):
+            return [renamed(v, k, p) for v in x]
+        if x in k:
+            return k[x]
+        if isinstance(x, str):
+            if x in p:
+                return p[x]
+            # the literals of SQL text: integers and quoted strings of the domain
+            x = re.sub(r"(?<![\w.'])(-?\d+)(?![\w.'])",
+                       lambda m: str(k.get(int(m.group(1)), m.group(1))), x)
+            return re.sub(r"'([^']*)'", lambda m: f"'{p.get(m.group(1), m.group(1))}'", x)
+        return x
+
+    def canonical(k: dict, p: dict):
+        jobs = sorted(json.dumps(renamed({a: b for a, b in j.items() if a != "name"}, k, p),
+                                 sort_keys=True) for j in doc.get("jobs") or [])
+        rows = sorted(json.dumps(renamed(r, k, p)) for r in doc.get("initial_rows") or [])
+        return jobs, rows
+
+    same = canonical({}, {})
+    found = []
+    for kp in itertools.permutations(keys):
+        for pp in itertools.permutations(parts):
+            k = {a: b for a, b in zip(keys, kp) if a != b}
+            p = {a: b for a, b in zip(parts, pp) if a != b}
+            if (k or p) and canonical(k, p) == same:
+                found.append(", ".join(f"{a}->{b}" for a, b in [*k.items(), *p.items()]))
+    return found
 
 
 def levers(off: dict, on: dict) -> dict:
@@ -305,6 +358,16 @@ def render_lines(doc: dict) -> list[str]:
                      f"{lv['states_through_depth'][0]:,} | {lv['states_through_depth'][1]:,} | "
                      f"{lv['ratio']} | {'yes' if off['complete'] else 'no'} "
                      f"({off['states']:,} states, {off['seconds']} s) | {off['verdict']} |")
+    sym = [r for r in doc["pipelines"] if "data_symmetries" in r]
+    if sym:
+        found = [f"{os.path.basename(r['pipeline'])} ({'; '.join(r['data_symmetries'])})"
+                 for r in sym if r["data_symmetries"]]
+        L += ["", f"Data symmetry (``data_symmetries``: a renaming of the domain's keys and "
+                  f"partitions that maps the file onto itself): "
+                  + (", ".join(found) if found else
+                     f"none of these {len(sym)} files admits one (their initial rows and "
+                     f"their jobs' literals tell the keys and partitions apart), so that "
+                     f"lever cannot pay here.")]
     return L
 
 

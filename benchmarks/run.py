@@ -910,7 +910,8 @@ def plan(sections: list[str], spec: dict, repeats: int, quick: bool,
         "hypothesis": (1, "run"),
         "corpus": (len(corpus_traces()), "traces"),
         "pipelines": (len(example_pipelines()), "example pipelines"),
-        "realistic": (len(P.pipeline_files()), "pipeline files"),
+        # each file twice: as icecheck check searches it, and with the sleep sets alone
+        "realistic": (2 * len(P.pipeline_files()), "searches of the pipeline files"),
         "costs": (canonical + others, "configurations"),
         "tools": (len(TOOL_COMMANDS) + 1, "commands"),
     }

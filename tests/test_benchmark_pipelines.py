@@ -3,6 +3,7 @@ pipeline files have the size issue 44 asks for and load, and the section runs en
 tiny bound of states and writes its report. Counts only: the figures it measures are never
 asserted."""
 
+import glob
 import json
 import os
 
@@ -78,6 +79,8 @@ def test_realistic_section_runs_end_to_end_on_a_tiny_bound(tmp_path):
         assert f"| {os.path.basename(r['pipeline'])} | {r['jobs']} (" in md
     assert md.count("**no**: cut by max states") == len(rows)
     assert "sleep sets alone" in md
+    assert all(r["data_symmetries"] == [] for r in rows)
+    assert f"none of these {len(rows)} files admits one" in md
     for r in rows:
         lv = r["levers"]
         assert (f"| {os.path.basename(r['pipeline'])} | {lv['depth']} | "
@@ -119,3 +122,26 @@ def test_realistic_bounds_are_checked(tmp_path):
         run.main(["--sections", "realistic", "--realistic-max-states", "0",
                   "--out", str(tmp_path)])
     assert e.value.code == 2
+
+
+def test_data_symmetries_finds_a_renaming_only_where_the_file_allows_one(tmp_path):
+    """Data symmetry (issue 44, item 2) can pay only on a file some renaming of its domain
+    maps onto itself: found on a file whose two keys play the same part, not once a job names
+    one of them, and on none of the benchmark's files (their constants tell keys apart)."""
+    base = {"table": {"schema": {"id": "int", "day": "string", "v": "string"}},
+            "catalog": {"kind": "cas"}, "domain": {"keys": [1, 2], "partitions": ["d1", "d2"]},
+            "initial_rows": [[1, "d1", "v0"], [2, "d2", "v0"]], "key": "id",
+            "jobs": [{"name": "a", "profile": "spark-3.5-mor-serializable",
+                      "program": [{"sql": "DELETE", "where": "id = 1"}]},
+                     {"name": "b", "profile": "spark-3.5-mor-serializable",
+                      "program": [{"sql": "DELETE", "where": "id = 2"}]}]}
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump(base))
+    assert P.data_symmetries(str(f)) == ["1->2, 2->1, d1->d2, d2->d1"]
+    base["jobs"][1]["program"] = [{"sql": "UPDATE", "where": "day = 'd2'", "set": {"v": "x"}}]
+    f.write_text(yaml.safe_dump(base))
+    assert P.data_symmetries(str(f)) == []
+    examples = sorted(glob.glob(os.path.join(P.ROOT, "examples", "*.yaml")))
+    assert examples
+    for path in FILES + examples:
+        assert P.data_symmetries(path) == [], path
