@@ -82,6 +82,12 @@ KEEPER_IDLE = 3600.0
 #: Seconds a task waits for a keeper it started to listen.
 KEEPER_START = 120.0
 _PICKLE = pickle.HIGHEST_PROTOCOL
+#: Levels whose frontier has fewer states than this per partition send each new state to the
+#: keeper of its fingerprint's partition, which rebuilds it from its path; later levels keep a
+#: state where it was generated. The first levels place the search's subtrees evenly over the
+#: keepers, at the cost of rebuilding a few thousand states; after that the winning edges'
+#: parents are spread as evenly, so the keepers stay balanced without moving states.
+SPREAD_BELOW = 1000
 
 
 def fp_partition(fp: bytes) -> int:
@@ -162,6 +168,8 @@ class _Keeper:
     def expand(self, depth: int, blobs: list) -> tuple[dict, tuple]:
         """Judge and expand the winners in ``blobs`` (pickled lists of (handle, fp, pruned,
         path)) at ``depth``: ({target partition: pickled [(fp, candidate)]}, summary)."""
+        cpu = time.process_time()
+        evals = len(self.ex.verdicts)
         ex, g, nparts = self.ex, self.index, self.nparts
         items = [it for b in blobs for it in pickle.loads(b)]
         items.sort(key=lambda it: it[1])          # the local BFS's order: by fingerprint
@@ -227,14 +235,17 @@ class _Keeper:
                     counts[(kind, p)] += n
         out = {t: pickle.dumps(list(d.items()), protocol=_PICKLE)
                for t, d in enumerate(by_target) if d}
-        summary = (stats.flush(), firsts, counts, (self.reused, self.replayed))
+        work = {"reused": self.reused, "replayed": self.replayed,
+                "verdicts": len(ex.verdicts) - evals, "expand_cpu": time.process_time() - cpu}
         self.reused = self.replayed = 0
-        return out, summary
+        return out, (g, stats.flush(), firsts, counts, work)
 
-    def dedup(self, depth: int, blobs: list) -> tuple[dict, int]:
+    def dedup(self, depth: int, blobs: list, spread: bool) -> tuple[dict, int]:
         """Merge the candidates of level ``depth + 1`` sent to this partition, keep the
-        fingerprints not seen: ({generator partition: pickled [(handle, fp, pruned, path)]},
-        how many)."""
+        fingerprints not seen: ({partition: pickled [(handle, fp, pruned, path)]}, how many).
+        A new state goes back to the keeper that generated it, or, when ``spread``, to the
+        keeper of its fingerprint's partition (handle -1: rebuilt there from its path)."""
+        cpu = time.process_time()
         if self.added_depth != depth:
             self.visited.update(self.added)
         self.added, self.added_depth = set(), depth   # a retried level: its additions again
@@ -243,14 +254,19 @@ class _Keeper:
             for fp2, c in pickle.loads(b):
                 old = best.get(fp2)
                 best[fp2] = c if old is None else _first_edge(old, c)
-        visited, added = self.visited, self.added
-        out: list[list] = [[] for _ in range(self.nparts)]
+        visited, added, nparts = self.visited, self.added, self.nparts
+        out: list[list] = [[] for _ in range(nparts)]
         for fp2, c in best.items():
             if fp2 not in visited:
                 added.add(fp2)
-                out[c[4]].append((c[5], fp2, c[2], c[6]))
+                g = c[4]
+                if spread:
+                    to = fp_partition(fp2) % nparts
+                    out[to].append((c[5] if to == g else -1, fp2, c[2], c[6]))
+                else:
+                    out[g].append((c[5], fp2, c[2], c[6]))
         return ({g: pickle.dumps(w, protocol=_PICKLE) for g, w in enumerate(out) if w},
-                len(added))
+                (self.index, len(added), time.process_time() - cpu))
 
 
 def _keeper_main() -> None:
@@ -304,7 +320,7 @@ def _keeper_main() -> None:
                     elif op == "expand":
                         reply = ("ok", keeper.expand(req[1], req[2]))
                     elif op == "dedup":
-                        reply = ("ok", keeper.dedup(req[1], req[2]))
+                        reply = ("ok", keeper.dedup(req[1], req[2], req[3]))
                     else:
                         reply = ("error", f"unknown request {op!r}")
                 except Exception:
@@ -393,9 +409,10 @@ def _expand_task(ctx: tuple, depth: int, g: int, records):
         yield t, ("E", blob)
 
 
-def _dedup_task(ctx: tuple, depth: int, p: int, records):
+def _dedup_task(ctx: tuple, depth: int, spread: bool, p: int, records):
     """Partition ``p`` of level ``depth``'s dedup stage: (generator, blob) records for the
-    next level, (-1, summary) for each expand summary routed here, (-2, new states)."""
+    next level, (-1, summary) for each expand summary routed here, (-2, (p, new states, CPU
+    seconds))."""
     blobs = []
     for _, (kind, v) in records:
         if kind == "S":
@@ -403,7 +420,7 @@ def _dedup_task(ctx: tuple, depth: int, p: int, records):
         else:
             blobs.append(v)
     if blobs:
-        out, n = _ask(ctx, p, ("dedup", depth, blobs))
+        out, n = _ask(ctx, p, ("dedup", depth, blobs, spread))
         yield -2, n
         yield from out.items()
 
@@ -435,13 +452,14 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
                  master: str | None = None, partitions: int | None = None, spark=None,
                  time_budget: float | None = None, progress: Progress | None = None,
                  stop_on: frozenset[str] | None = None, evaluate: bool = True,
-                 traces: bool = True) -> Result:
+                 traces: bool = True, spread_below: int = SPREAD_BELOW) -> Result:
     """``engines.explicit.search(engine=BFS)`` with the levels spread over Spark executors.
 
     ``spark``: a SparkSession to use (kept running); else one is made for ``master`` (None:
     spark-submit's, else ``local[*]``) and stopped at the end. ``partitions``: how many ways
     the fingerprints are split, each with its keeper process (default Spark's default
-    parallelism: one per core)."""
+    parallelism: one per core). ``spread_below``: ``SPREAD_BELOW`` (tests vary it to cover
+    both ways a state reaches its keeper)."""
     from icecheck.engines.explicit import attach_traces, check_bounds
     from icecheck.engines.por import applies as por_applies
 
@@ -464,7 +482,8 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     sid = uuid.uuid4().hex[:16]
     ctx = (sid, pickle.dumps((cfg, symmetry, por, bounds, evaluate)), nparts)
     try:
-        _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on)
+        _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
+                spread_below)
     except KeyboardInterrupt:
         res.stopped = "interrupted"
         sc.cancelAllJobs()
@@ -481,7 +500,8 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     return res
 
 
-def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on) -> None:
+def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
+            spread_below) -> None:
     from pyspark import StorageLevel
 
     nparts = ctx[2]
@@ -492,8 +512,9 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on) ->
     # handle -1: the initial state, rebuilt from its empty path
     level = sc.parallelize([(home, pickle.dumps([(-1, fp0, _NONE, ())]))], 1)
     res.states = 1
-    reused = replayed = 0
+    work: dict[int, Counter] = {k: Counter() for k in range(nparts)}   # per keeper
     depth = 0
+    frontier = 1
     try:
         while True:
             if deadline is not None and time.monotonic() >= deadline:
@@ -504,17 +525,21 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on) ->
                         .mapPartitionsWithIndex(
                             lambda g, it, d=depth: _expand_task(ctx, d, g, it)))
             nxt = (expanded.partitionBy(nparts, _ident)
-                   .mapPartitionsWithIndex(lambda p, it, d=depth: _dedup_task(ctx, d, p, it)))
+                   .mapPartitionsWithIndex(
+                       lambda p, it, d=depth, sp=frontier < spread_below * nparts:
+                       _dedup_task(ctx, d, sp, p, it)))
             nxt.persist(StorageLevel.MEMORY_AND_DISK)
             nxt.localCheckpoint()
             meta = nxt.filter(lambda r: r[0] < 0).collect()
             level.unpersist()
             level = nxt
-            new = sum(v for k, v in meta if k == -2)
+            new = 0
+            for p, n, cpu in (v for k, v in meta if k == -2):
+                new += n
+                work[p]["dedup_cpu"] += cpu
             firsts: dict[tuple, tuple] = {}
-            for stats, f, counts, (n_reused, n_replayed) in (v for k, v in meta if k == -1):
-                reused += n_reused
-                replayed += n_replayed
+            for g, stats, f, counts, w in (v for k, v in meta if k == -1):
+                work[g].update(w)
                 stats.add_to(res)
                 for (kind, p), n in counts.items():
                     {"v": res.violation_counts, "a": res.allowed_counts,
@@ -543,11 +568,19 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on) ->
                           "transitions": res.transitions, "elapsed": time.monotonic() - start})
             if not new:
                 break
+            frontier = new
             depth += 1
         res.complete = True
     except _Stop:
         pass
     finally:
         level.unpersist()
-    res.notes.append(f"frontier states: {reused:,} expanded where they were generated, "
-                     f"{replayed:,} rebuilt from their paths")
+    total = sum(work.values(), Counter())
+    res.notes.append(f"frontier states: {total['reused']:,} expanded where they were "
+                     f"generated, {total['replayed']:,} rebuilt from their paths")
+    res.notes.append("keepers (expanded states, verdicts evaluated, CPU seconds expanding + "
+                     "deduplicating): " + "; ".join(
+                         f"{k}: {w['reused'] + w['replayed']:,}, {w['verdicts']:,}, "
+                         f"{w['expand_cpu']:.1f} + {w['dedup_cpu']:.1f}"
+                         for k, w in sorted(work.items())))
+    res.spark_work = {k: dict(w) for k, w in sorted(work.items())}
