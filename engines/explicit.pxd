@@ -12,6 +12,7 @@ cdef class Expander:
     cdef public object cfg
     cdef public bint por
     cdef public bint ample
+    cdef public bint release
     cdef public object bounds
     cdef public bint evaluate
     cdef public Model model

@@ -396,6 +396,9 @@ class Expander:
         self.cfg, self.por, self.bounds, self.evaluate = cfg, por, bounds, evaluate
         from icecheck.engines import por as por_
         self.ample = por and por_.DOOMED_SWAPS        # doomed swaps explored alone
+        #: drop each state as ``expand`` expands it: the local BFS expands each state of its
+        #: level once; a Spark task may run again, and its keeper keeps them
+        self.release = False
         self.model: Model = model_for(cfg)
         self.fp = Fingerprinter(cfg, symmetry)
         self.classes = self.fp.classes
@@ -526,8 +529,11 @@ class Expander:
         judged, edges = [], []
         stats = self.level_stats()
         orders = self._orders
+        # a state expanded is a state no longer held (``release``): a level's states go as
+        # the next level's come, so the two widest levels are not both held whole at its end
+        take = self.states.pop if self.release else self.states.__getitem__
         for fp, pruned in items:
-            s = self.states[fp]
+            s = take(fp)
             judged.append((fp, self.judge(s)))
             for fp2, label, conc2, p2, s2 in self.successors(s, pruned, depth, stats,
                                                               orders.get(fp), self._next_orders):
@@ -782,6 +788,7 @@ def _worker_main(conn, parent, cfg, symmetry, por, bounds, evaluate):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
     ex = Expander(cfg, symmetry, por, bounds, evaluate)
+    ex.release = True
     with few_collections() as heap:            # a process of its own: its own collector
         while True:
             try:
@@ -813,6 +820,7 @@ class _Local:
 
     def __init__(self, *args):
         self.ex = Expander(*args)
+        self.ex.release = True
 
     def call(self, op, *args):
         return getattr(self.ex, op)(*args)
