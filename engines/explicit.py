@@ -4,7 +4,9 @@ own ``actions`` and ``step`` (there is no second model).
 * states are deduplicated by canonical fingerprints (``engines/symmetry.py``: blake2b of an
   injective encoding, minimized over the writer-symmetry group when symmetry is on);
 * partial-order reduction (``engines/por.py``) skips transitions that only re-order commuting
-  actions; it never loses a reachable state;
+  actions (sleep sets: no reachable state lost), and BFS explores a doomed swap alone (a
+  persistent set: it drops states where a lost race waits to be noticed, never a verdict, a
+  shortest counterexample's length or a final outcome);
 * the properties are evaluated at every distinct reached state (``traces.execute.judge``:
   ``properties.evaluate`` + ``split_expected`` + known findings): a must-hold violation is a
   violation, an allowed one is recorded, a known finding is a violation tagged ``known``;
