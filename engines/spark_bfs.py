@@ -398,9 +398,9 @@ def _ask(ctx: tuple, index: int, request: tuple):
 
 
 def _expand_task(ctx: tuple, depth: int, g: int, records):
-    """Partition ``g`` of level ``depth``'s expand stage: (target, ("E", blob)) records and
-    one (g, ("S", summary))."""
-    blobs = [v for _, v in records]
+    """Partition ``g`` of level ``depth``'s expand stage (its one record: the winners' blobs
+    for keeper ``g``): (target, ("E", blob)) records and one (g, ("S", summary))."""
+    blobs = [b for r in records for b in r]
     if not blobs:
         return
     out, summary = _ask(ctx, g, ("expand", depth, blobs))
@@ -502,15 +502,13 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
 
 def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
             spread_below) -> None:
-    from pyspark import StorageLevel
-
     nparts = ctx[2]
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
-    home = fp_partition(fp0) % nparts
-    # the level's input: (generator partition, pickled winners (handle, fp, pruned, path));
-    # handle -1: the initial state, rebuilt from its empty path
-    level = sc.parallelize([(home, pickle.dumps([(-1, fp0, _NONE, ())]))], 1)
+    # the level's input, per keeper: pickled winners (handle, fp, pruned, path); handle -1:
+    # the initial state, rebuilt from its empty path
+    inbox: list[list] = [[] for _ in range(nparts)]
+    inbox[fp_partition(fp0) % nparts].append(pickle.dumps([(-1, fp0, _NONE, ())]))
     res.states = 1
     work: dict[int, Counter] = {k: Counter() for k in range(nparts)}   # per keeper
     depth = 0
@@ -521,24 +519,28 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 res.stopped = "time budget"
                 raise _Stop()
             res.max_depth = depth
-            expanded = (level.filter(lambda r: r[0] >= 0).partitionBy(nparts, _ident)
-                        .mapPartitionsWithIndex(
-                            lambda g, it, d=depth: _expand_task(ctx, d, g, it)))
-            nxt = (expanded.partitionBy(nparts, _ident)
+            spread = frontier < spread_below * nparts
+            got = (sc.parallelize(inbox, nparts)
+                   .mapPartitionsWithIndex(lambda g, it, d=depth: _expand_task(ctx, d, g, it))
+                   .partitionBy(nparts, _ident)
                    .mapPartitionsWithIndex(
-                       lambda p, it, d=depth, sp=frontier < spread_below * nparts:
-                       _dedup_task(ctx, d, sp, p, it)))
-            nxt.persist(StorageLevel.MEMORY_AND_DISK)
-            nxt.localCheckpoint()
-            meta = nxt.filter(lambda r: r[0] < 0).collect()
-            level.unpersist()
-            level = nxt
+                       lambda p, it, d=depth, sp=spread: _dedup_task(ctx, d, sp, p, it))
+                   .collect())
+            inbox = [[] for _ in range(nparts)]
             new = 0
-            for p, n, cpu in (v for k, v in meta if k == -2):
-                new += n
-                work[p]["dedup_cpu"] += cpu
+            summaries = []
+            for k, v in got:
+                if k >= 0:
+                    inbox[k].append(v)
+                elif k == -1:
+                    summaries.append(v)
+                else:
+                    p, n, cpu = v
+                    new += n
+                    work[p]["dedup_cpu"] += cpu
+            got = None
             firsts: dict[tuple, tuple] = {}
-            for g, stats, f, counts, w in (v for k, v in meta if k == -1):
+            for g, stats, f, counts, w in summaries:
                 work[g].update(w)
                 stats.add_to(res)
                 for (kind, p), n in counts.items():
@@ -573,8 +575,6 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
         res.complete = True
     except _Stop:
         pass
-    finally:
-        level.unpersist()
     total = sum(work.values(), Counter())
     res.notes.append(f"frontier states: {total['reused']:,} expanded where they were "
                      f"generated, {total['replayed']:,} rebuilt from their paths")
