@@ -82,12 +82,14 @@ KEEPER_IDLE = 3600.0
 #: Seconds a task waits for a keeper it started to listen.
 KEEPER_START = 120.0
 _PICKLE = pickle.HIGHEST_PROTOCOL
-#: Levels whose frontier has fewer states than this per partition send each new state to the
-#: keeper of its fingerprint's partition, which rebuilds it from its path; later levels keep a
-#: state where it was generated. The first levels place the search's subtrees evenly over the
-#: keepers, at the cost of rebuilding a few thousand states; after that the winning edges'
-#: parents are spread as evenly, so the keepers stay balanced without moving states.
-SPREAD_BELOW = 1000
+#: Levels whose frontier has fewer states than this per partition run in the driver (a
+#: ``_Keeper`` of its own, the same code): a Spark level costs about 0.35 s whatever its size,
+#: and the first ten or so levels of a search hold a few thousand states. The first level
+#: too wide for the driver hands each state to the keeper of its fingerprint's partition,
+#: which rebuilds it from its path: the search's subtrees start evenly spread over the
+#: keepers, and stay so without moving states (a new state stays with the keeper that
+#: generated it along its first edge, and those parents are as evenly spread).
+LOCAL_BELOW = 1000
 
 
 def fp_partition(fp: bytes) -> int:
@@ -165,9 +167,13 @@ class _Keeper:
         self.gen_depth: int | None = None    # ... which are of this level
         self.reused = self.replayed = 0
 
-    def expand(self, depth: int, blobs: list) -> tuple[dict, tuple]:
+    def expand(self, depth: int, blobs: list, seen: bytes | None = None) -> tuple[dict, tuple]:
         """Judge and expand the winners in ``blobs`` (pickled lists of (handle, fp, pruned,
-        path)) at ``depth``: ({target partition: pickled [(fp, candidate)]}, summary)."""
+        path)) at ``depth``: ({target partition: pickled [(fp, candidate)]}, summary).
+        ``seen``: the pickled fingerprints of this partition that the levels run in the
+        driver reached (with the first level run here)."""
+        if seen is not None:
+            self.visited.update(pickle.loads(seen))
         cpu = time.process_time()
         evals = len(self.ex.verdicts)
         ex, g, nparts = self.ex, self.index, self.nparts
@@ -236,15 +242,16 @@ class _Keeper:
         out = {t: pickle.dumps(list(d.items()), protocol=_PICKLE)
                for t, d in enumerate(by_target) if d}
         work = {"reused": self.reused, "replayed": self.replayed,
-                "verdicts": len(ex.verdicts) - evals, "expand_cpu": time.process_time() - cpu}
+                "verdicts": len(ex.verdicts) - evals, "expand_cpu": time.process_time() - cpu,
+                "peak_rss_mb": _peak_rss_mb()}
         self.reused = self.replayed = 0
         return out, (g, stats.flush(), firsts, counts, work)
 
-    def dedup(self, depth: int, blobs: list, spread: bool) -> tuple[dict, int]:
+    def dedup(self, depth: int, blobs: list) -> tuple[dict, tuple]:
         """Merge the candidates of level ``depth + 1`` sent to this partition, keep the
-        fingerprints not seen: ({partition: pickled [(handle, fp, pruned, path)]}, how many).
-        A new state goes back to the keeper that generated it, or, when ``spread``, to the
-        keeper of its fingerprint's partition (handle -1: rebuilt there from its path)."""
+        fingerprints not seen: ({generator partition: pickled [(handle, fp, pruned, path)]},
+        (this partition, how many, CPU seconds)). A new state goes back to the keeper that
+        generated it (along its first edge)."""
         cpu = time.process_time()
         if self.added_depth != depth:
             self.visited.update(self.added)
@@ -254,19 +261,21 @@ class _Keeper:
             for fp2, c in pickle.loads(b):
                 old = best.get(fp2)
                 best[fp2] = c if old is None else _first_edge(old, c)
-        visited, added, nparts = self.visited, self.added, self.nparts
-        out: list[list] = [[] for _ in range(nparts)]
+        visited, added = self.visited, self.added
+        out: list[list] = [[] for _ in range(self.nparts)]
         for fp2, c in best.items():
             if fp2 not in visited:
                 added.add(fp2)
-                g = c[4]
-                if spread:
-                    to = fp_partition(fp2) % nparts
-                    out[to].append((c[5] if to == g else -1, fp2, c[2], c[6]))
-                else:
-                    out[g].append((c[5], fp2, c[2], c[6]))
+                out[c[4]].append((c[5], fp2, c[2], c[6]))
         return ({g: pickle.dumps(w, protocol=_PICKLE) for g, w in enumerate(out) if w},
                 (self.index, len(added), time.process_time() - cpu))
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory in MB (Linux and macOS report it in different units)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def _keeper_main() -> None:
@@ -318,9 +327,9 @@ def _keeper_main() -> None:
                         _send(conn, ("ok", None))
                         _gone(path)
                     elif op == "expand":
-                        reply = ("ok", keeper.expand(req[1], req[2]))
+                        reply = ("ok", keeper.expand(req[1], req[2], req[3]))
                     elif op == "dedup":
-                        reply = ("ok", keeper.dedup(req[1], req[2], req[3]))
+                        reply = ("ok", keeper.dedup(req[1], req[2]))
                     else:
                         reply = ("error", f"unknown request {op!r}")
                 except Exception:
@@ -399,17 +408,18 @@ def _ask(ctx: tuple, index: int, request: tuple):
 
 def _expand_task(ctx: tuple, depth: int, g: int, records):
     """Partition ``g`` of level ``depth``'s expand stage (its one record: the winners' blobs
-    for keeper ``g``): (target, ("E", blob)) records and one (g, ("S", summary))."""
-    blobs = [b for r in records for b in r]
-    if not blobs:
-        return
-    out, summary = _ask(ctx, g, ("expand", depth, blobs))
-    yield g, ("S", summary)
-    for t, blob in out.items():
-        yield t, ("E", blob)
+    for keeper ``g`` and the fingerprints it has seen, or None): (target, ("E", blob)) records
+    and one (g, ("S", summary))."""
+    for blobs, seen in records:
+        if not blobs and seen is None:
+            return
+        out, summary = _ask(ctx, g, ("expand", depth, blobs, seen))
+        yield g, ("S", summary)
+        for t, blob in out.items():
+            yield t, ("E", blob)
 
 
-def _dedup_task(ctx: tuple, depth: int, spread: bool, p: int, records):
+def _dedup_task(ctx: tuple, depth: int, p: int, records):
     """Partition ``p`` of level ``depth``'s dedup stage: (generator, blob) records for the
     next level, (-1, summary) for each expand summary routed here, (-2, (p, new states, CPU
     seconds))."""
@@ -420,7 +430,7 @@ def _dedup_task(ctx: tuple, depth: int, spread: bool, p: int, records):
         else:
             blobs.append(v)
     if blobs:
-        out, n = _ask(ctx, p, ("dedup", depth, blobs, spread))
+        out, n = _ask(ctx, p, ("dedup", depth, blobs))
         yield -2, n
         yield from out.items()
 
@@ -452,14 +462,14 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
                  master: str | None = None, partitions: int | None = None, spark=None,
                  time_budget: float | None = None, progress: Progress | None = None,
                  stop_on: frozenset[str] | None = None, evaluate: bool = True,
-                 traces: bool = True, spread_below: int = SPREAD_BELOW) -> Result:
+                 traces: bool = True, local_below: int = LOCAL_BELOW) -> Result:
     """``engines.explicit.search(engine=BFS)`` with the levels spread over Spark executors.
 
     ``spark``: a SparkSession to use (kept running); else one is made for ``master`` (None:
     spark-submit's, else ``local[*]``) and stopped at the end. ``partitions``: how many ways
     the fingerprints are split, each with its keeper process (default Spark's default
-    parallelism: one per core). ``spread_below``: ``SPREAD_BELOW`` (tests vary it to cover
-    both ways a state reaches its keeper)."""
+    parallelism: one per core). ``local_below``: ``LOCAL_BELOW`` (tests vary it to cover
+    the levels run in the driver, the hand-over and the levels run in the keepers)."""
     from icecheck.engines.explicit import attach_traces, check_bounds
     from icecheck.engines.por import applies as por_applies
 
@@ -483,7 +493,7 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     ctx = (sid, pickle.dumps((cfg, symmetry, por, bounds, evaluate)), nparts)
     try:
         _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
-                spread_below)
+                local_below)
     except KeyboardInterrupt:
         res.stopped = "interrupted"
         sc.cancelAllJobs()
@@ -501,16 +511,19 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
 
 
 def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
-            spread_below) -> None:
+            local_below) -> None:
     nparts = ctx[2]
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
-    # the level's input, per keeper: pickled winners (handle, fp, pruned, path); handle -1:
-    # the initial state, rebuilt from its empty path
-    inbox: list[list] = [[] for _ in range(nparts)]
-    inbox[fp_partition(fp0) % nparts].append(pickle.dumps([(-1, fp0, _NONE, ())]))
+    # the first levels, in the driver's own keeper (one partition, no Spark job)
+    here: _Keeper | None = _Keeper(ctx[1], 0, 1)
+    mine = [pickle.dumps([(-1, fp0, _NONE, ())])]     # the initial state, from its empty path
+    # then a level's input, per keeper: (pickled winners (handle, fp, pruned, path), the
+    # pickled fingerprints it has seen when it is the first level there, else None)
+    inbox: list = []
     res.states = 1
     work: dict[int, Counter] = {k: Counter() for k in range(nparts)}   # per keeper
+    work["driver"] = Counter()
     depth = 0
     frontier = 1
     try:
@@ -519,29 +532,41 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 res.stopped = "time budget"
                 raise _Stop()
             res.max_depth = depth
-            spread = frontier < spread_below * nparts
-            got = (sc.parallelize(inbox, nparts)
-                   .mapPartitionsWithIndex(lambda g, it, d=depth: _expand_task(ctx, d, g, it))
-                   .partitionBy(nparts, _ident)
-                   .mapPartitionsWithIndex(
-                       lambda p, it, d=depth, sp=spread: _dedup_task(ctx, d, sp, p, it))
-                   .collect())
-            inbox = [[] for _ in range(nparts)]
-            new = 0
-            summaries = []
-            for k, v in got:
-                if k >= 0:
-                    inbox[k].append(v)
-                elif k == -1:
-                    summaries.append(v)
-                else:
-                    p, n, cpu = v
-                    new += n
-                    work[p]["dedup_cpu"] += cpu
-            got = None
+            if here is not None and frontier >= local_below * nparts:
+                inbox = _hand_over(here, mine, nparts)
+                here = mine = None
+            if here is not None:
+                out, summary = here.expand(depth, mine)
+                winners, (_, new, cpu) = here.dedup(depth, list(out.values()))
+                mine = list(winners.values())
+                summaries = [("driver",) + summary[1:]]
+                work["driver"]["dedup_cpu"] += cpu
+            else:
+                got = (sc.parallelize(inbox, nparts)
+                       .mapPartitionsWithIndex(
+                           lambda g, it, d=depth: _expand_task(ctx, d, g, it))
+                       .partitionBy(nparts, _ident)
+                       .mapPartitionsWithIndex(
+                           lambda p, it, d=depth: _dedup_task(ctx, d, p, it))
+                       .collect())
+                inbox = [([], None) for _ in range(nparts)]
+                new = 0
+                summaries = []
+                for k, v in got:
+                    if k >= 0:
+                        inbox[k][0].append(v)
+                    elif k == -1:
+                        summaries.append(v)
+                    else:
+                        p, n, cpu = v
+                        new += n
+                        work[p]["dedup_cpu"] += cpu
+                got = None
             firsts: dict[tuple, tuple] = {}
             for g, stats, f, counts, w in summaries:
+                rss = w.pop("peak_rss_mb")
                 work[g].update(w)
+                work[g]["peak_rss_mb"] = max(work[g]["peak_rss_mb"], rss)
                 stats.add_to(res)
                 for (kind, p), n in counts.items():
                     {"v": res.violation_counts, "a": res.allowed_counts,
@@ -576,11 +601,27 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
     except _Stop:
         pass
     total = sum(work.values(), Counter())
+    del total["peak_rss_mb"]
     res.notes.append(f"frontier states: {total['reused']:,} expanded where they were "
                      f"generated, {total['replayed']:,} rebuilt from their paths")
     res.notes.append("keepers (expanded states, verdicts evaluated, CPU seconds expanding + "
-                     "deduplicating): " + "; ".join(
+                     "deduplicating, peak resident MB): " + "; ".join(
                          f"{k}: {w['reused'] + w['replayed']:,}, {w['verdicts']:,}, "
-                         f"{w['expand_cpu']:.1f} + {w['dedup_cpu']:.1f}"
-                         for k, w in sorted(work.items())))
-    res.spark_work = {k: dict(w) for k, w in sorted(work.items())}
+                         f"{w['expand_cpu']:.1f} + {w['dedup_cpu']:.1f}, "
+                         f"{w['peak_rss_mb']:,.0f}" for k, w in work.items()))
+    res.spark_work = {k: dict(w) for k, w in work.items()}
+
+
+def _hand_over(here: _Keeper, mine: list, nparts: int) -> list:
+    """The first level too wide for the driver: each of its states goes to the keeper of its
+    fingerprint's partition, rebuilt there from its path (handle -1), and each keeper gets
+    the fingerprints of its partition the driver has seen."""
+    items: list[list] = [[] for _ in range(nparts)]
+    for b in mine:
+        for _, fp, pruned, path in pickle.loads(b):
+            items[fp_partition(fp) % nparts].append((-1, fp, pruned, path))
+    seen: list[list] = [[] for _ in range(nparts)]
+    for fp in here.visited | here.added:
+        seen[fp_partition(fp) % nparts].append(fp)
+    return [([pickle.dumps(items[k], protocol=_PICKLE)] if items[k] else [],
+             pickle.dumps(seen[k], protocol=_PICKLE)) for k in range(nparts)]
