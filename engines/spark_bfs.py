@@ -326,6 +326,8 @@ def _keeper_main() -> None:
                     if op == "stop":
                         _send(conn, ("ok", None))
                         _gone(path)
+                    elif op == "ping":
+                        reply = ("ok", None)
                     elif op == "expand":
                         reply = ("ok", keeper.expand(req[1], req[2], req[3]))
                     elif op == "dedup":
@@ -435,6 +437,18 @@ def _dedup_task(ctx: tuple, depth: int, p: int, records):
         yield from out.items()
 
 
+def _start_keepers(sc, ctx: tuple) -> None:
+    """Start every partition's keeper: a job of a level's shape (a shuffle into one task per
+    partition, each asking its keeper to answer), which also loads what Spark's first
+    shuffle loads. Best effort: a keeper that did not start is started by its first task."""
+    n = ctx[2]
+    try:
+        (sc.parallelize([(k, None) for k in range(n)], n).partitionBy(n, _ident)
+         .mapPartitionsWithIndex(lambda k, it: [_ask(ctx, k, ("ping",))]).collect())
+    except Exception:      # noqa: BLE001 -- the first level starts it and reports the error
+        pass
+
+
 def _stop_keepers(sid: str) -> None:
     """Stop every keeper of search ``sid`` on this host."""
     d = _keeper_dir()
@@ -491,13 +505,18 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     res.notes.append(f"spark master {sc.master}, {nparts} fingerprint partitions")
     sid = uuid.uuid4().hex[:16]
     ctx = (sid, pickle.dumps((cfg, symmetry, por, bounds, evaluate)), nparts)
+    # the keepers start (and Spark's first job warms up) while the driver runs the first levels
+    warm = threading.Thread(target=_start_keepers, args=(sc, ctx), daemon=True,
+                            name="icecheck-spark-bfs-start")
+    warm.start()
     try:
         _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
-                local_below)
+                local_below, warm)
     except KeyboardInterrupt:
         res.stopped = "interrupted"
         sc.cancelAllJobs()
     finally:
+        warm.join()
         try:
             sc.parallelize(range(nparts), nparts).foreach(lambda _: _stop_keepers(sid))
         except Exception:     # noqa: BLE001 -- a stopped context: its daemon's end stops them
@@ -511,7 +530,7 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
 
 
 def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
-            local_below) -> None:
+            local_below, warm: threading.Thread) -> None:
     nparts = ctx[2]
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
@@ -533,6 +552,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 raise _Stop()
             res.max_depth = depth
             if here is not None and frontier >= local_below * nparts:
+                warm.join()
                 inbox = _hand_over(here, mine, nparts)
                 here = mine = None
             if here is not None:
