@@ -1,9 +1,16 @@
-"""Distributed BFS speedup (issue 13): ``engines.spark_bfs.spark_search`` on ``local[1]`` and
-``local[2]`` on the same configuration, beside the local one-process BFS, with identical state
-counts checked. Writes reports/spark-bfs.{json,md} together (atomic), figures as ratios of runs
-in this same benchmark (a busy machine moves them all).
+"""Distributed BFS against one process (issues 13, 44): ``engines.spark_bfs.spark_search`` on
+``local[1]`` and ``local[2]`` beside the local one-process BFS on the same configuration, with
+identical state counts, transitions, verdicts and counterexamples checked; and a large run
+to the end on ``local[2]``, after which one process bounded to the memory of the largest
+keeper (plus a tenth) stops short of it. Writes reports/spark-bfs.{json,md} together (atomic).
+
+The figures are ratios of runs in this same benchmark (a busy machine moves them all), with the
+load average before and after each run, and each run's CPU seconds in the keepers (which a busy
+machine does not move): so a reader can tell a slow machine from a slow design.
 
     python -m benchmarks.spark_bfs [--profile P --writers W --ops O --mix a,b --retries R]
+        [--large-profile P --large-writers W --large-ops O --large-mix a,b
+         --large-retries R | --no-large]
 """
 
 from __future__ import annotations
@@ -11,62 +18,210 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import time
 
 from icecheck.engines.config import mix_config
-from icecheck.engines.explicit import search, with_retries
+from icecheck.engines.explicit import Bounds, search, with_retries
 from icecheck.engines.spark_bfs import spark_search
 from icecheck.traces.format import write_together
 
+#: Targets of issue 44, item 1.
+PER_CORE_TARGET = 0.7
+SPEEDUP_TARGET = 1.8
 
-def run(cfg, masters: list[str]) -> dict:
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _spark_row(cfg, master: str, bounds: Bounds = Bounds()) -> tuple[dict, object]:
     from icecheck.sweep.distributed import spark_session
 
+    spark = spark_session(master, app="icecheck-bench-spark-bfs")
+    try:
+        load = _load()
+        t = time.monotonic()
+        r = spark_search(cfg, spark=spark, traces=False, bounds=bounds)
+        seconds = time.monotonic() - t
+    finally:
+        spark.stop()
+    work = getattr(r, "spark_work", {})
+    cores = int(master[len("local["):-1]) if master.startswith("local[") else None
+    return ({"engine": f"spark-bfs {master}", "cores": cores, "states": r.states,
+             "transitions": r.transitions, "complete": r.complete, "stopped": r.stopped,
+             "seconds": round(seconds, 2), "load_before": load, "load_after": _load(),
+             "keeper_cpu_s": round(sum(w.get("expand_cpu", 0) + w.get("dedup_cpu", 0)
+                                       for w in work.values()), 2),
+             "keepers": [{"partition": k, "states": w.get("reused", 0) + w.get("replayed", 0),
+                          "rebuilt": w.get("replayed", 0), "verdicts": w.get("verdicts", 0),
+                          "cpu_s": round(w.get("expand_cpu", 0) + w.get("dedup_cpu", 0), 2),
+                          "peak_rss_mb": round(w.get("peak_rss_mb", 0), 1)}
+                         for k, w in work.items()]}, r)
+
+
+def _same(a, b) -> bool:
+    return ((a.states, a.transitions, a.final_states, sorted(a.violations), sorted(a.allowed))
+            == (b.states, b.transitions, b.final_states, sorted(b.violations), sorted(b.allowed))
+            and all(a.violations[p].actions == b.violations[p].actions for p in a.violations))
+
+
+def speedup(cfg, masters: list[str]) -> dict:
+    """The one-process BFS, then spark-bfs on each master, on ``cfg``."""
+    load = _load()
     t = time.monotonic()
     local = search(cfg, engine="bfs", workers=1, traces=False)
-    rows = [{"engine": "bfs (1 process)", "states": local.states,
-             "seconds": round(time.monotonic() - t, 2)}]
+    rows = [{"engine": "bfs (1 process)", "cores": 1, "states": local.states,
+             "transitions": local.transitions, "complete": local.complete,
+             "seconds": round(time.monotonic() - t, 2), "load_before": load,
+             "load_after": _load()}]
     for m in masters:
-        spark = spark_session(m, app="icecheck-bench-spark-bfs")
-        try:
-            t = time.monotonic()
-            r = spark_search(cfg, spark=spark, traces=False)
-            rows.append({"engine": f"spark-bfs {m}", "states": r.states,
-                         "seconds": round(time.monotonic() - t, 2)})
-        finally:
-            spark.stop()
-        if (r.states, sorted(r.violations)) != (local.states, sorted(local.violations)):
-            raise SystemExit(f"spark-bfs {m} disagrees with bfs: {r.states} vs {local.states}")
-    base = rows[1]["seconds"]
+        row, r = _spark_row(cfg, m)
+        if not _same(r, local):
+            raise SystemExit(f"spark-bfs {m} disagrees with bfs: {r.states:,} states, "
+                             f"{r.transitions:,} transitions, {sorted(r.violations)} vs "
+                             f"{local.states:,}, {local.transitions:,}, {sorted(local.violations)}")
+        rows.append(row)
+    one = rows[0]["states"] / rows[0]["seconds"]
+    base = next(r for r in rows if r["engine"] == "spark-bfs local[1]")["seconds"]
     for row in rows:
-        row["states_per_s"] = round(row["states"] / row["seconds"], 1) if row["seconds"] else 0
-        row["speedup_vs_local1"] = round(base / row["seconds"], 2) if row["seconds"] else 0
-    return {"config": cfg.name, "cores": os.cpu_count(),
-            "load_average": os.getloadavg()[0], "rows": rows}
+        row["states_per_s"] = round(row["states"] / row["seconds"], 1)
+        row["per_core_vs_bfs"] = round(row["states_per_s"] / row["cores"] / one, 3)
+        row["speedup_vs_local1"] = round(base / row["seconds"], 2)
+    return {"config": cfg.name, "rows": rows}
+
+
+def _bounded_one_process(spec: tuple, max_memory_mb: int) -> dict:
+    """The one-process BFS of ``spec`` bounded to ``max_memory_mb``, in a fresh interpreter
+    (this one already holds the memory of the runs before it)."""
+    import subprocess
+    import sys
+    code = ("import json, sys, time\n"
+            "from benchmarks.spark_bfs import _cfg\n"
+            "from icecheck.engines.explicit import Bounds, search\n"
+            "t = time.monotonic()\n"
+            f"r = search(_cfg(*{spec!r}), engine='bfs', workers=1, traces=False, "
+            f"bounds=Bounds(max_memory_mb={max_memory_mb}))\n"
+            "print(json.dumps({'states': r.states, 'complete': r.complete, "
+            "'stopped': r.stopped, 'seconds': round(time.monotonic() - t, 2), "
+            "'notes': [n for n in r.notes if 'memory' in n]}))\n")
+    load = _load()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(
+                             os.path.abspath(__file__))))
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"engine": "bfs (1 process)", "max_memory_mb": max_memory_mb, **doc,
+            "load_before": load, "load_after": _load()}
+
+
+def large(spec: tuple, master: str) -> dict:
+    """spark-bfs on ``master`` to the end, then one process bounded to the memory the
+    largest keeper needed (rounded up, plus a tenth): it stops, saying where."""
+    cfg = _cfg(*spec)
+    row, r = _spark_row(cfg, master)
+    row["states_per_s"] = round(row["states"] / row["seconds"], 1)
+    peak = max(k["peak_rss_mb"] for k in row["keepers"] if k["partition"] != "driver")
+    bound = int(-(-peak * 1.1 // 100) * 100)
+    return {"config": cfg.name, "spark": row, "one_process": _bounded_one_process(spec, bound),
+            "violations": sorted(r.violations), "allowed": sorted(r.allowed)}
+
+
+def _cfg(profile, writers, ops, mix, retries):
+    return with_retries(mix_config(profile, writers, ops, tuple(mix.split(",")), 1), retries)
+
+
+def markdown(doc: dict) -> str:
+    s = doc["speedup"]
+    rows = {r["engine"]: r for r in s["rows"]}
+    l1, l2 = rows["spark-bfs local[1]"], rows["spark-bfs local[2]"]
+    md = ["# spark-bfs against one process", "",
+          f"{doc['cores']} cores, shared with other developers' searches: each run's 1-minute "
+          "load average before and after it is given. Regenerate: `python -m benchmarks.spark_bfs "
+          f"{doc['argv']}`.", "",
+          "## Targets (issue 44, item 1)", "",
+          "| target | measured | met |", "|---|---:|---|",
+          f"| per executor core, at least {PER_CORE_TARGET} of one process's states/s "
+          f"(local[1]) | {l1['per_core_vs_bfs']} | "
+          f"{'yes' if l1['per_core_vs_bfs'] >= PER_CORE_TARGET else 'no'} |",
+          f"| the same, local[2] | {l2['per_core_vs_bfs']} | "
+          f"{'yes' if l2['per_core_vs_bfs'] >= PER_CORE_TARGET else 'no'} |",
+          f"| local[2] at least {SPEEDUP_TARGET}x local[1] | {l2['speedup_vs_local1']} | "
+          f"{'yes' if l2['speedup_vs_local1'] >= SPEEDUP_TARGET else 'no'} |"]
+    if doc.get("large"):
+        g = doc["large"]
+        sp, op = g["spark"], g["one_process"]
+        peak = max(k["peak_rss_mb"] for k in sp["keepers"] if k["partition"] != "driver")
+        met = sp["complete"] and not op["complete"]
+        md.append(f"| a run to the end that one process, bounded to {op['max_memory_mb']:,} MB "
+                  f"(the largest keeper's peak {peak:,.0f} MB plus a tenth), does not finish | "
+                  f"{sp['states']:,} states in {sp['seconds']} s; one process stopped at "
+                  f"{op['states']:,} | {'yes' if met else 'no'} |")
+    md += ["", f"## Speedup: {s['config']}", "",
+           "Same states, transitions, final states, verdicts and shortest counterexamples in "
+           "every row (checked). Per core = states/s per core / one process's states/s. "
+           "Keeper CPU = the CPU seconds the keepers spent (a busy machine lengthens the wall "
+           "time, not this).", "",
+           "| engine | states | seconds | states/s | per core vs 1 process | speedup vs local[1] | "
+           "keeper CPU s | load before/after |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in s["rows"]:
+        md.append(f"| {r['engine']} | {r['states']:,} | {r['seconds']} | {r['states_per_s']:,.0f} "
+                  f"| {r['per_core_vs_bfs']} | {r['speedup_vs_local1']} | "
+                  f"{r.get('keeper_cpu_s', '-')} | {r['load_before']} / {r['load_after']} |")
+    md += ["", "Keepers (one process per partition): states expanded (of which rebuilt from "
+           "their paths), verdicts evaluated, CPU seconds, peak resident MB.", ""]
+    for r in s["rows"][1:]:
+        md.append(f"* {r['engine']}: " + "; ".join(
+            f"{k['partition']}: {k['states']:,} ({k['rebuilt']:,}), {k['verdicts']:,}, "
+            f"{k['cpu_s']} s, {k['peak_rss_mb']:,.0f} MB" for k in r["keepers"]))
+    if doc.get("large"):
+        g = doc["large"]
+        sp, op = g["spark"], g["one_process"]
+        md += ["", f"## Large: {g['config']}", "",
+               f"* one process, `--max-memory {op['max_memory_mb']}`: {op['states']:,} states, "
+               f"stopped: {op['stopped'] or 'no'} after {op['seconds']} s (load "
+               f"{op['load_before']} / {op['load_after']}). " + " ".join(op["notes"]),
+               f"* spark-bfs {sp['engine'].split()[-1]}: {sp['states']:,} states, "
+               f"{sp['transitions']:,} transitions, complete: {sp['complete']}, "
+               f"{sp['seconds']} s ({sp['states_per_s']:,.0f} states/s, load "
+               f"{sp['load_before']} / {sp['load_after']}), keeper CPU {sp['keeper_cpu_s']} s; "
+               "violations: " + (", ".join(g["violations"]) or "none"),
+               "* keepers: " + "; ".join(
+                   f"{k['partition']}: {k['states']:,} states, {k['cpu_s']} s CPU, "
+                   f"peak {k['peak_rss_mb']:,.0f} MB" for k in sp["keepers"])]
+    return "\n".join(md) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="spark-3.5-mor-snapshot")
+    ap.add_argument("--profile", default="spark-3.5-cow-snapshot")
     ap.add_argument("--writers", type=int, default=3)
-    ap.add_argument("--ops", type=int, default=1)
-    ap.add_argument("--mix", default="delete,update")
-    ap.add_argument("--retries", type=int, default=1)
+    ap.add_argument("--ops", type=int, default=2)
+    ap.add_argument("--mix", default="delete,insert")
+    ap.add_argument("--retries", type=int, default=0)
+    ap.add_argument("--large-profile", default="spark-3.5-mor-snapshot")
+    ap.add_argument("--large-writers", type=int, default=3)
+    ap.add_argument("--large-ops", type=int, default=2)
+    ap.add_argument("--large-mix", default="delete,update,insert")
+    ap.add_argument("--large-retries", type=int, default=0)
+    ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--out", default="reports")
     a = ap.parse_args(argv)
-    cfg = with_retries(mix_config(a.profile, a.writers, a.ops, tuple(a.mix.split(",")), 1),
-                       a.retries)
-    doc = run(cfg, ["local[1]", "local[2]"])
-    md = [f"# spark-bfs speedup: {doc['config']}", "",
-          f"{doc['cores']} cores, load average {doc['load_average']:.1f} at the end.", "",
-          "| engine | states | seconds | states/s | speedup vs spark-bfs local[1] |",
-          "|---|---:|---:|---:|---:|"]
-    md += [f"| {r['engine']} | {r['states']:,} | {r['seconds']} | {r['states_per_s']} | "
-           f"{r['speedup_vs_local1']} |" for r in doc["rows"]]
+    import sys
+    doc = {"cores": os.cpu_count(), "argv": " ".join(sys.argv[1:] if argv is None else argv),
+           "speedup": speedup(_cfg(a.profile, a.writers, a.ops, a.mix, a.retries),
+                              ["local[1]", "local[2]"])}
+    if not a.no_large:
+        doc["large"] = large((a.large_profile, a.large_writers, a.large_ops, a.large_mix,
+                              a.large_retries), "local[2]")
+    md = markdown(doc)
     os.makedirs(a.out, exist_ok=True)
     write_together({os.path.join(a.out, "spark-bfs.json"): json.dumps(doc, indent=2),
-                    os.path.join(a.out, "spark-bfs.md"): "\n".join(md) + "\n"})
-    print("\n".join(md))
+                    os.path.join(a.out, "spark-bfs.md"): md})
+    print(md)
     return 0
 
 
