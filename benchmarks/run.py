@@ -694,9 +694,11 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
         L += ["## Pinned configurations", "",
               "Reduced = symmetry + POR; unreduced = neither, run in the same benchmark (a `>=` "
               "factor means the unreduced run hit its time budget, so the factor is a lower bound; "
-              "below 1 it only says the budget ran out first). POR never removes states "
-              "(docs/exhaustive.md), so the state factor is symmetry's (at most 3! = 6 with 3 "
-              "writers); POR shows in the transition factor.", "",
+              "below 1 it only says the budget ran out first). POR's sleep sets never remove "
+              "states; its doomed swaps do, where a writer has a retry left (the canonical "
+              "configurations have none: `retries: 0`), so the state factor is symmetry's (at "
+              "most 3! = 6 with 3 writers) times the doomed swaps' (docs/exhaustive.md); the "
+              "rest of POR shows in the transition factor.", "",
               "| benchmark | states (reduced) | s | states/s/core | 2PC states/s | **ratio** | "
               "median (runs) | memory/state | states (unreduced) | state reduction | "
               "transition reduction | violations (shortest) |",
