@@ -1,16 +1,16 @@
 """Distributed BFS against one process (issues 13, 44): ``engines.spark_bfs.spark_search`` on
 ``local[1]`` and ``local[2]`` beside the local one-process BFS on the same configuration, with
-identical state counts, transitions, verdicts and counterexamples checked; and a large run
-to the end on ``local[2]``, after which one process bounded to the memory of the largest
-keeper (plus a tenth) stops short of it. Writes reports/spark-bfs.{json,md} together (atomic).
+identical state counts, transitions, verdicts and counterexamples checked; then one process
+bounded to the memory the largest ``local[2]`` keeper needed (plus a tenth), which stops short
+of the end the keepers reached (unless ``--no-large``). Writes reports/spark-bfs.{json,md}
+together (atomic).
 
 The figures are ratios of runs in this same benchmark (a busy machine moves them all), with the
 load average before and after each run, and each run's CPU seconds in the keepers (which a busy
 machine does not move): so a reader can tell a slow machine from a slow design.
 
     python -m benchmarks.spark_bfs [--profile P --writers W --ops O --mix a,b --retries R]
-        [--large-profile P --large-writers W --large-ops O --large-mix a,b
-         --large-retries R | --no-large]
+        [--no-large]
 """
 
 from __future__ import annotations
@@ -118,16 +118,13 @@ def _bounded_one_process(spec: tuple, max_memory_mb: int) -> dict:
             "load_before": load, "load_after": _load()}
 
 
-def large(spec: tuple, master: str) -> dict:
-    """spark-bfs on ``master`` to the end, then one process bounded to the memory the
-    largest keeper needed (rounded up, plus a tenth): it stops, saying where."""
-    cfg = _cfg(*spec)
-    row, r = _spark_row(cfg, master)
-    row["states_per_s"] = round(row["states"] / row["seconds"], 1)
+def large(spec: tuple, row: dict) -> dict:
+    """After spark-bfs ``row`` ran ``spec`` to the end: the one-process BFS bounded to the
+    memory its largest keeper needed (rounded up to 100 MB, plus a tenth), which stops short."""
     peak = max(k["peak_rss_mb"] for k in row["keepers"] if k["partition"] != "driver")
     bound = int(-(-peak * 1.1 // 100) * 100)
-    return {"config": cfg.name, "spark": row, "one_process": _bounded_one_process(spec, bound),
-            "violations": sorted(r.violations), "allowed": sorted(r.allowed)}
+    return {"config": _cfg(*spec).name, "spark": row,
+            "one_process": _bounded_one_process(spec, bound)}
 
 
 def _cfg(profile, writers, ops, mix, retries):
@@ -156,21 +153,26 @@ def markdown(doc: dict) -> str:
         sp, op = g["spark"], g["one_process"]
         peak = max(k["peak_rss_mb"] for k in sp["keepers"] if k["partition"] != "driver")
         met = sp["complete"] and not op["complete"]
-        md.append(f"| a run to the end that one process, bounded to {op['max_memory_mb']:,} MB "
-                  f"(the largest keeper's peak {peak:,.0f} MB plus a tenth), does not finish | "
-                  f"{sp['states']:,} states in {sp['seconds']} s; one process stopped at "
+        md.append(f"| a run to the end that one process bounded to {op['max_memory_mb']:,} MB "
+                  f"(the largest keeper's peak, {peak:,.0f} MB, plus a tenth) cannot finish | "
+                  f"local[2]: {sp['states']:,} states; one process stopped at "
                   f"{op['states']:,} | {'yes' if met else 'no'} |")
     md += ["", f"## Speedup: {s['config']}", "",
            "Same states, transitions, final states, verdicts and shortest counterexamples in "
            "every row (checked). Per core = states/s per core / one process's states/s. "
            "Keeper CPU = the CPU seconds the keepers spent (a busy machine lengthens the wall "
-           "time, not this).", "",
+           "time, not this); cores the keepers got = keeper CPU / seconds (below the number of "
+           "keepers: they waited for Spark, for each other at the end of a level, or for a "
+           "core the machine's other work held).", "",
            "| engine | states | seconds | states/s | per core vs 1 process | speedup vs local[1] | "
-           "keeper CPU s | load before/after |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+           "keeper CPU s | cores the keepers got | load before/after |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in s["rows"]:
         md.append(f"| {r['engine']} | {r['states']:,} | {r['seconds']} | {r['states_per_s']:,.0f} "
                   f"| {r['per_core_vs_bfs']} | {r['speedup_vs_local1']} | "
-                  f"{r.get('keeper_cpu_s', '-')} | {r['load_before']} / {r['load_after']} |")
+                  f"{r.get('keeper_cpu_s', '-')} | "
+                  f"{round(r['keeper_cpu_s'] / r['seconds'], 2) if 'keeper_cpu_s' in r else '-'} "
+                  f"| {r['load_before']} / {r['load_after']} |")
     md += ["", "Keepers (one process per partition): states expanded (of which rebuilt from "
            "their paths), verdicts evaluated, CPU seconds, peak resident MB.", ""]
     for r in s["rows"][1:]:
@@ -180,18 +182,14 @@ def markdown(doc: dict) -> str:
     if doc.get("large"):
         g = doc["large"]
         sp, op = g["spark"], g["one_process"]
-        md += ["", f"## Large: {g['config']}", "",
-               f"* one process, `--max-memory {op['max_memory_mb']}`: {op['states']:,} states, "
-               f"stopped: {op['stopped'] or 'no'} after {op['seconds']} s (load "
-               f"{op['load_before']} / {op['load_after']}). " + " ".join(op["notes"]),
-               f"* spark-bfs {sp['engine'].split()[-1]}: {sp['states']:,} states, "
-               f"{sp['transitions']:,} transitions, complete: {sp['complete']}, "
-               f"{sp['seconds']} s ({sp['states_per_s']:,.0f} states/s, load "
-               f"{sp['load_before']} / {sp['load_after']}), keeper CPU {sp['keeper_cpu_s']} s; "
-               "violations: " + (", ".join(g["violations"]) or "none"),
-               "* keepers: " + "; ".join(
-                   f"{k['partition']}: {k['states']:,} states, {k['cpu_s']} s CPU, "
-                   f"peak {k['peak_rss_mb']:,.0f} MB" for k in sp["keepers"])]
+        md += ["", f"## Memory: {g['config']}", "",
+               f"* spark-bfs {sp['engine'].split()[-1]} (above): {sp['states']:,} states to the "
+               "end; its keepers' peak resident memory: " + ", ".join(
+                   f"{k['partition']} {k['peak_rss_mb']:,.0f} MB" for k in sp["keepers"]),
+               f"* one process, `--max-memory {op['max_memory_mb']}` (in a fresh interpreter): "
+               f"{op['states']:,} states, stopped: {op['stopped'] or 'no'}, after "
+               f"{op['seconds']} s (load {op['load_before']} / {op['load_after']}). "
+               + " ".join(op["notes"])]
     return "\n".join(md) + "\n"
 
 
@@ -202,21 +200,15 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", type=int, default=2)
     ap.add_argument("--mix", default="delete,insert")
     ap.add_argument("--retries", type=int, default=0)
-    ap.add_argument("--large-profile", default="spark-3.5-mor-snapshot")
-    ap.add_argument("--large-writers", type=int, default=3)
-    ap.add_argument("--large-ops", type=int, default=2)
-    ap.add_argument("--large-mix", default="delete,update,insert")
-    ap.add_argument("--large-retries", type=int, default=0)
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--out", default="reports")
     a = ap.parse_args(argv)
     import sys
+    spec = (a.profile, a.writers, a.ops, a.mix, a.retries)
     doc = {"cores": os.cpu_count(), "argv": " ".join(sys.argv[1:] if argv is None else argv),
-           "speedup": speedup(_cfg(a.profile, a.writers, a.ops, a.mix, a.retries),
-                              ["local[1]", "local[2]"])}
+           "speedup": speedup(_cfg(*spec), ["local[1]", "local[2]"])}
     if not a.no_large:
-        doc["large"] = large((a.large_profile, a.large_writers, a.large_ops, a.large_mix,
-                              a.large_retries), "local[2]")
+        doc["large"] = large(spec, doc["speedup"]["rows"][-1])
     md = markdown(doc)
     os.makedirs(a.out, exist_ok=True)
     write_together({os.path.join(a.out, "spark-bfs.json"): json.dumps(doc, indent=2),
