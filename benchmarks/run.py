@@ -895,7 +895,8 @@ def config_entries(spec: dict, repeats: int, quick: bool) -> list[tuple[str, dic
 
 
 def plan(sections: list[str], spec: dict, repeats: int, quick: bool,
-         compare: str | None = None) -> list[tuple[str, int, str]]:
+         compare: str | None = None, only: list[str] | None = None
+         ) -> list[tuple[str, int, str]]:
     """What a run will do, for its progress lines: [(section, items, what an item is)] in the
     order ``main`` runs them. The items are those the section functions announce
     (``benchmarks.progress.item``): a configuration, one run of one side of an A/B pair, a
@@ -905,7 +906,7 @@ def plan(sections: list[str], spec: dict, repeats: int, quick: bool,
     others = len(spec.get("others", []))
     g = spec["growth"]
     counts = {
-        "configs": (canonical + others, "configurations"),
+        "configs": (len(only) if only else canonical + others, "configurations"),
         "compiled": (2 * (canonical + others * max(1, repeats)),
                      "runs on the Python source and the compiled build"),
         "growth": (len(g["writers"]) * len(g["ops"]), "cells"),
@@ -930,6 +931,10 @@ def main(argv=None) -> int:
                     help="BFS worker processes (default 1: the ratio is per core)")
     ap.add_argument("--quick", action="store_true",
                     help="only the small configurations (no canonical ones)")
+    ap.add_argument("--configs", metavar="ID,ID",
+                    help="the configs section: only these configurations (ids of "
+                         "benchmarks/configs.yaml, canonical-<profile> for the canonical ones); "
+                         "the others keep their rows from the previous report")
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)} (default all)")
     ap.add_argument("--compare", metavar="REV",
@@ -969,12 +974,21 @@ def main(argv=None) -> int:
     repeats = args.repeats if args.repeats is not None else int(spec.get("repeats", 1))
     if repeats < 1:
         ap.error("--repeats: at least 1")
+    only = None
+    if args.configs is not None:
+        only = [x.strip() for x in args.configs.split(",") if x.strip()]
+        known = [bid for bid, _, _ in config_entries(spec, repeats, False)]
+        unknown = [x for x in only if x not in known]
+        if unknown or not only:
+            ap.error(f"--configs: unknown {', '.join(unknown) or '(none given)'} (choose from "
+                     f"{', '.join(known)})")
     if args.realistic_max_states is not None and args.realistic_max_states < 1:
         ap.error("--realistic-max-states: at least 1")
     if args.realistic_budget is not None and not args.realistic_budget > 0:
         ap.error("--realistic-budget: a number of seconds above 0")
 
-    log = Progress(plan(sections, spec, repeats, args.quick, args.compare), quick=args.quick)
+    log = Progress(plan(sections, spec, repeats, args.quick, args.compare, only),
+                   quick=args.quick)
     log.begin()
     try:
         doc = json.load(open(path))       # sections not run keep their previous figures
@@ -983,9 +997,17 @@ def main(argv=None) -> int:
     if "configs" in sections:
         with section(log, "configs"):
             configs = []
-            for bid, entry, n in config_entries(spec, repeats, args.quick):
+            entries = config_entries(spec, repeats, args.quick and only is None)
+            for bid, entry, n in entries:
+                if only is not None and bid not in only:
+                    continue
                 with item(log, bid):
                     configs.append(bench_config(bid, entry, args.workers, budgets, log, n))
+            if only is not None:      # the rest as the previous report has them, in order
+                fresh = {c["id"]: c for c in configs}
+                old_rows = {c["id"]: c for c in doc.get("configs", [])}
+                configs = [fresh.get(bid) or old_rows[bid] for bid, _, _ in entries
+                           if bid in fresh or bid in old_rows]
         doc["configs"] = configs
     if "compiled" in sections:
         with section(log, "compiled"):

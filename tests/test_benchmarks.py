@@ -1,5 +1,6 @@
 """The benchmark baseline and report (benchmarks/): counts and rendering, never timings."""
 
+import os
 import pickle
 
 import pytest
@@ -218,3 +219,28 @@ def test_costs_count_the_cold_work_of_a_search_the_same_every_run():
             f"{a['handler_runs']:,} | {a['handler_runs_per_transition']} | "
             f"{a['evaluations']:,} | {a['evaluations_per_state']} | {ratio} |") in md
     assert "(first 50: **cut**)" in md and md.endswith("\n")
+
+
+def test_configs_option_reruns_named_configurations_and_keeps_the_other_rows(tmp_path):
+    """``--configs ID``: only that configuration is measured again; every other row of the
+    configs section is the previous report's, in the section's order; an unknown id is a
+    usage error (exit 2)."""
+    import json
+    import shutil
+
+    from benchmarks import run
+    shutil.copy(os.path.join(run.ROOT, "reports", "benchmarks.json"), tmp_path)
+    before = json.loads((tmp_path / "benchmarks.json").read_text())["configs"]
+    assert run.main(["--sections", "configs", "--configs", "cow-lww-3w1op-insert",
+                     "--repeats", "1", "--out", str(tmp_path)]) == 0
+    after = json.loads((tmp_path / "benchmarks.json").read_text())["configs"]
+    assert [c["id"] for c in after] == [c["id"] for c in before]
+    for a, b in zip(after, before):
+        if a["id"] == "cow-lww-3w1op-insert":
+            assert a["reduced"]["states"] == 77 and a != b     # measured again
+        else:
+            assert a == b
+    with pytest.raises(SystemExit) as e:
+        run.main(["--sections", "configs", "--configs", "no-such-config",
+                  "--out", str(tmp_path)])
+    assert e.value.code == 2
