@@ -345,10 +345,12 @@ def _keeper_main() -> None:
 
 
 def _gone(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    """End this keeper, removing its socket and its start lock."""
+    for f in (path, path + ".lock"):
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
     os._exit(0)
 
 
