@@ -166,6 +166,9 @@ class _Keeper:
         self.generated: list[tuple] = []
         self.gen_depth: int | None = None    # ... which are of this level
         self.reused = self.replayed = 0
+        # which keeper this is: a partition answered by another one has lost its visited
+        # fingerprints (the driver stops the search rather than count states twice)
+        self.token = uuid.uuid4().hex
 
     def expand(self, depth: int, blobs: list, seen: bytes | None = None) -> tuple[dict, tuple]:
         """Judge and expand the winners in ``blobs`` (pickled lists of (handle, fp, pruned,
@@ -245,7 +248,7 @@ class _Keeper:
                 "verdicts": len(ex.verdicts) - evals, "expand_cpu": time.process_time() - cpu,
                 "peak_rss_mb": _peak_rss_mb()}
         self.reused = self.replayed = 0
-        return out, (g, stats.flush(), firsts, counts, work)
+        return out, (g, stats.flush(), firsts, counts, work, self.token)
 
     def dedup(self, depth: int, blobs: list) -> tuple[dict, tuple]:
         """Merge the candidates of level ``depth + 1`` sent to this partition, keep the
@@ -268,7 +271,7 @@ class _Keeper:
                 added.add(fp2)
                 out[c[4]].append((c[5], fp2, c[2], c[6]))
         return ({g: pickle.dumps(w, protocol=_PICKLE) for g, w in enumerate(out) if w},
-                (self.index, len(added), time.process_time() - cpu))
+                (self.index, len(added), time.process_time() - cpu, self.token))
 
 
 def _peak_rss_mb() -> float:
@@ -426,7 +429,7 @@ def _expand_task(ctx: tuple, depth: int, g: int, records):
 def _dedup_task(ctx: tuple, depth: int, p: int, records):
     """Partition ``p`` of level ``depth``'s dedup stage: (generator, blob) records for the
     next level, (-1, summary) for each expand summary routed here, (-2, (p, new states, CPU
-    seconds))."""
+    seconds, the keeper's token))."""
     blobs = []
     for _, (kind, v) in records:
         if kind == "S":
@@ -545,6 +548,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
     res.states = 1
     work: dict[int, Counter] = {k: Counter() for k in range(nparts)}   # per keeper
     work["driver"] = Counter()
+    keepers: dict[int, str] = {}     # partition -> the token of the keeper that answers it
     depth = 0
     frontier = 1
     try:
@@ -559,7 +563,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 here = mine = None
             if here is not None:
                 out, summary = here.expand(depth, mine)
-                winners, (_, new, cpu) = here.dedup(depth, list(out.values()))
+                winners, (_, new, cpu, _) = here.dedup(depth, list(out.values()))
                 mine = list(winners.values())
                 summaries = [("driver",) + summary[1:]]
                 work["driver"]["dedup_cpu"] += cpu
@@ -580,12 +584,15 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                     elif k == -1:
                         summaries.append(v)
                     else:
-                        p, n, cpu = v
+                        p, n, cpu, token = v
+                        _same_keeper(keepers, p, token)
                         new += n
                         work[p]["dedup_cpu"] += cpu
                 got = None
             firsts: dict[tuple, tuple] = {}
-            for g, stats, f, counts, w in summaries:
+            for g, stats, f, counts, w, token in summaries:
+                if g != "driver":
+                    _same_keeper(keepers, g, token)
                 rss = w.pop("peak_rss_mb")
                 work[g].update(w)
                 work[g]["peak_rss_mb"] = max(work[g]["peak_rss_mb"], rss)
@@ -632,6 +639,19 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                          f"{w['expand_cpu']:.1f} + {w['dedup_cpu']:.1f}, "
                          f"{w['peak_rss_mb']:,.0f}" for k, w in work.items()))
     res.spark_work = {k: dict(w) for k, w in work.items()}
+
+
+def _same_keeper(keepers: dict, k: int, token: str) -> None:
+    """Partition ``k`` is answered by the keeper that answered it before: another one (its
+    task ran on another host, or the keeper died and a task started a new one) does not hold
+    the partition's visited fingerprints, and would count states again."""
+    if keepers.setdefault(k, token) != token:
+        raise RuntimeError(
+            f"spark-bfs: partition {k} lost its keeper (its task ran on another host, or the "
+            "keeper process ended and was started again), and with it the fingerprints it had "
+            "seen; the search stops rather than count states twice. Rerun it (on a cluster of "
+            "several hosts Spark does not promise to run a partition's tasks on one host: "
+            "docs/exhaustive.md)")
 
 
 def _hand_over(here: _Keeper, mine: list, nparts: int) -> list:

@@ -83,6 +83,26 @@ def test_spark_bfs_equals_local_bfs(spark, conf, partitions, local_below):
     assert sockets() <= before        # the search's keepers ended with it
 
 
+def test_a_lost_keeper_stops_the_search(spark):
+    """A partition answered by another keeper than before (here: one keeper told to stop
+    after the second level, so the next task starts a new one) has lost its visited
+    fingerprints: the search stops with an error instead of counting states again."""
+    from icecheck.engines.spark_bfs import _ask
+    cfg = with_retries(mix_config(*MOR[:7]), MOR[7])
+    before = sockets()
+
+    def progress(p):
+        if p["depth"] == 1:
+            mine = sorted(f for f in sockets() - before if f.endswith(".sock"))
+            sid, k = mine[0][:-len(".sock")].rsplit("-", 1)
+            _ask((sid, b"", 2), int(k), ("stop",))
+
+    with pytest.raises(RuntimeError, match="lost its keeper"):
+        spark_search(cfg, spark=spark, partitions=2, traces=False, local_below=0,
+                     progress=progress)
+    assert sockets() <= before
+
+
 def test_a_keeper_without_the_states_rebuilds_them_and_a_retried_dedup_repeats_itself():
     """A keeper asked to expand states it does not hold (a task that ran on another host, a
     keeper restarted, a retried level) rebuilds them from their paths and answers as the
@@ -95,8 +115,8 @@ def test_a_keeper_without_the_states_rebuilds_them_and_a_retried_dedup_repeats_i
     mine = [pickle.dumps([(-1, fp0, frozenset(), ())])]
     for depth in range(4):
         out, summary_ = held.expand(depth, mine)
-        winners, (_, n, _) = held.dedup(depth, list(out.values()))
-        again, (_, n2, _) = held.dedup(depth, list(out.values()))
+        winners, (_, n, _, _) = held.dedup(depth, list(out.values()))
+        again, (_, n2, _, _) = held.dedup(depth, list(out.values()))
         assert (again, n2) == (winners, n) and n > 0
         mine = list(winners.values())
     fresh = _Keeper(spec, 0, 1)
