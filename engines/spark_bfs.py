@@ -54,7 +54,14 @@ counterexamples equal the local BFS's (``tests/test_explore_spark.py``).
 
 Keepers end when the search ends (a job asks every keeper of the search on its host to stop),
 when the Spark worker daemon that started them is gone (a stopped session, a killed executor),
-or after ``KEEPER_IDLE`` seconds without a request.
+or after ``KEEPER_IDLE`` seconds without a request. A partition's visited fingerprints live
+only in its keeper, so a partition must keep running on one host (``local[N]`` and one-host
+clusters always do): a partition answered by another keeper than before stops the search
+with an error (``_same_keeper``) rather than count states again.
+
+The first levels, while the frontier has fewer than ``LOCAL_BELOW`` states a partition, run
+in the driver's own ``_Keeper`` (no Spark job; a Spark level costs about 0.35 s here); the
+first wider level is handed to the keepers of its states' fingerprints (``_hand_over``).
 
 ``local[N]`` by default; under ``spark-submit`` its ``--master`` stands (``sweep.distributed``).
 On a cluster the workers need icecheck importable (``ship_code``) and its dependencies.
