@@ -152,6 +152,12 @@ def _keeper_dir() -> str:
     """A directory only this user can enter: the keepers' sockets (no one else may connect)."""
     d = os.path.join(tempfile.gettempdir(), f"icecheck-spark-bfs-{os.getuid()}")
     os.makedirs(d, mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(d) \
+            or os.path.islink(d):
+        # someone else's directory (or one others may write to): its sockets could be anyone's,
+        # and what they answer is unpickled
+        raise RuntimeError(f"spark-bfs: {d} is not a private directory of this user")
     return d
 
 
