@@ -95,7 +95,7 @@ def test_the_plan_counts_what_the_sections_run():
     assert quick == {"configs": 3, "compiled": 30, "growth": 6, "hypothesis": 1,
                      "corpus": len(run.corpus_traces()),
                      "pipelines": len(run.example_pipelines()),
-                     "realistic": len(P.pipeline_files()), "costs": 3,
+                     "realistic": 2 * len(P.pipeline_files()), "costs": 3,
                      "tools": len(run.TOOL_COMMANDS) + 1, "compare": 20}
     full = dict((s, n) for s, n, _ in run.plan(["configs", "compiled", "costs"], spec, 5,
                                                False))
@@ -105,13 +105,13 @@ def test_the_plan_counts_what_the_sections_run():
 
 
 def test_a_run_announces_each_planned_item(tmp_path, capsys):
-    """The realistic section on a tiny bound, through ``main``: one numbered line per pipeline
-    file, k of the planned n."""
-    n = len(P.pipeline_files())
+    """The realistic section on a tiny bound, through ``main``: one numbered line per search
+    (each pipeline file twice: as checked, and with the sleep sets alone), k of the planned n."""
+    n = 2 * len(P.pipeline_files())
     assert run.main(["--sections", "realistic", "--realistic-max-states", "50",
                      "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"realistic ({n} pipeline files)" in err.splitlines()[0]
+    assert f"realistic ({n} searches of the pipeline files)" in err.splitlines()[0]
     assert re.findall(r"^\[realistic (\d+)/(\d+)\] ", err, re.M) == [
         (str(k), str(n)) for k in range(1, n + 1)]
     assert err.count("== section 1/1: realistic") == 1 and "== realistic: done in" in err
