@@ -471,6 +471,15 @@ class Expander:
         self._next_orders = {}
         return bad
 
+    def adopt(self, items: list[tuple[bytes, list[str]]]) -> list[bytes]:
+        """Take over states another worker generated (``_bfs``'s one-time balancing): rebuild
+        ``items`` (fingerprint, action path) beside this worker's own next level; the
+        fingerprints that did not come out the same (none, for a deterministic model)."""
+        from icecheck.engines.checkpoint import rebuild_states
+        got, bad = rebuild_states(self.model, self.fingerprints, items)
+        self.next.update(got)
+        return bad
+
     def judge(self, s: State) -> tuple:
         """(unexpected props, known props, allowed props, reached events), memoised by what
         the properties read (``_judge_key``, by content): many states differ only in what an
@@ -810,6 +819,8 @@ def _worker_main(conn, parent, cfg, symmetry, por, bounds, evaluate):
                 conn.send(None)
             elif op == "rebuild":
                 conn.send(ex.rebuild(msg[1]))
+            elif op == "adopt":
+                conn.send(ex.adopt(msg[1]))
             elif op == "initial":
                 conn.send(ex.initial())
             elif op == "stop":
@@ -1010,6 +1021,9 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             broadcast("advance", [([fp0] if k == 0 else [],) for k in range(workers)])
             depth = 0
         batch = 128
+        # several workers: a state is expanded by the worker that generated it, so every
+        # state descends from the initial state's worker until one level is handed out
+        balanced = ck is not None and ck.restored is not None   # a resume hands out its own
         while frontier:
             res.max_depth = depth
             if ck is not None:     # a level boundary: the only point a checkpoint describes
@@ -1086,6 +1100,9 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
             for fp2, (k, _, _, parent, label) in new.items():
                 parents[fp2] = (parent, label)
             res.states += len(new)
+            if pool is not None and not balanced and len(new) >= BALANCE_AT * workers:
+                _balance(pool, new, path_to)
+                balanced = True
             frontier = sorted((fp2, v[0], v[2]) for fp2, v in new.items())
             keep = [[] for _ in range(workers)]
             for fp2, k, _ in frontier:
@@ -1107,6 +1124,34 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
         ck.write(parents, res)    # the start of the level it stopped in
     res._path_to = path_to  # for traces of the partial result
     return res
+
+
+#: The first level with this many new states per worker is handed out by fingerprint
+#: (``_balance``): before it, every state is the initial state's worker's.
+BALANCE_AT = 256
+
+
+def _balance(pool: list, new: dict, path_to) -> None:
+    """Hand out the next level by fingerprint: each new state goes to the worker its
+    fingerprint names, which rebuilds it from its path (``Expander.adopt``) when another
+    worker generated it, so the workers' subtrees from then on are about the same size.
+    Without it every state descends from the initial state's worker and the others idle
+    (measured: two workers took 51.9 s where one took 42.3 s). Owners decide where a state is
+    expanded, never what is found: states, edges and verdicts are merged in the frontier's
+    order whatever worker holds them."""
+    n = len(pool)
+    moves: list[list] = [[] for _ in range(n)]
+    for fp2, v in new.items():
+        k = int.from_bytes(fp2[:8], "big") % n
+        if k != v[0]:
+            moves[k].append((fp2, path_to(fp2)))
+            v[0] = k
+    for r, items in zip(pool, moves):
+        r.send("adopt", items)
+    bad = [fp for r in pool for fp in r.recv()]
+    if bad:
+        raise RuntimeError(f"{len(bad)} state(s) did not rebuild to their fingerprint from "
+                           f"their path: the model is not deterministic")
 
 
 class _Paths:

@@ -109,6 +109,36 @@ def test_workers_do_not_change_results():
         assert r.coverage == one.coverage
 
 
+def test_workers_share_the_search_after_one_level_is_handed_out(monkeypatch):
+    """Every state descends from the worker that generated it, so without a hand-out the
+    initial state's worker expands everything. The first level of ``BALANCE_AT`` new states
+    per worker goes to the workers its fingerprints name, each moved state rebuilt from its
+    path; then every worker expands states, and the results are still one worker's."""
+    from icecheck.engines import explicit as E
+    cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)
+    one = search(cfg, engine="bfs", workers=1, traces=False)
+    moved = []
+    real = E._balance
+
+    def spy(pool, new, path_to):
+        owners = {fp: v[0] for fp, v in new.items()}
+        real(pool, new, path_to)
+        moved.append(sum(1 for fp, v in new.items() if v[0] != owners[fp]))
+        assert len({v[0] for v in new.values()}) > 1      # shared, by fingerprint
+
+    monkeypatch.setattr(E, "_balance", spy)
+    monkeypatch.setattr(E, "BALANCE_AT", 4)
+    for w in (2, 3):
+        moved.clear()
+        r = search(cfg, engine="bfs", workers=w, traces=False)
+        assert len(moved) == 1 and moved[0] > 0        # once, and it moved states
+        assert (r.states, r.transitions, r.final_states) == \
+            (one.states, one.transitions, one.final_states)
+        assert verdict(r) == verdict(one) and r.coverage == one.coverage
+        assert {p: v.actions for p, v in r.violations.items()} == \
+            {p: v.actions for p, v in one.violations.items()}
+
+
 def _reachable(cfg, limit=3000):
     model = model_for(cfg)
     fp = Fingerprinter(cfg, symmetry=False)
