@@ -11,7 +11,8 @@ own ``actions`` and ``step`` (there is no second model).
   ``properties.evaluate`` + ``split_expected`` + known findings): a must-hold violation is a
   violation, an allowed one is recorded, a known finding is a violation tagged ``known``;
 * BFS processes one level at a time, in parallel (``workers`` processes). A state lives in the
-  process that generated it, so only fingerprints and action labels cross process boundaries;
+  process that generated it (after one level is handed out by fingerprint, ``_balance``), so
+  only fingerprints and action labels cross process boundaries;
   the master deduplicates a level's edges in a fixed order (parent fingerprint, then action), so
   the states, their parents, counts and verdicts do not depend on the number of workers;
 * each violation comes with a trace in the corpus format (``traces.execute.build_trace``,
