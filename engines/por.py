@@ -71,7 +71,7 @@ every configuration of ``tests/test_explicit.py`` against the unreduced search: 
 violated and allowed properties, the same shortest counterexample lengths, the same final
 outcomes; it drops states (the pipelines of ``benchmarks/pipelines/``: about a third of a
 BFS level at depth 11), not behaviours. ``DOOMED_SWAPS`` turns it off for a measurement of
-the sleep sets alone (benchmarks/run.py); ``--no-por`` turns both off.
+the sleep sets alone (benchmarks/pipelines.py); ``--no-por`` turns both off.
 """
 
 from __future__ import annotations

@@ -1417,7 +1417,7 @@ class Model:
         pointer twice), it has retries left (the step finishes nothing: no history record, no
         file deleted, only its own phase and attempt change), and its catalog is the
         configuration's (a Hive client's locked two-step swap is not this). The partial-order
-        reduction (``engines/por.py``, ``doomed``) explores such a step alone."""
+        reduction (``engines/por.py``, "Doomed swaps") explores such a step alone."""
         if w.phase != PREPARED or w.operation is None or w.name in self._clients:
             return False
         if w.attempt >= self._retries(w):
