@@ -14,7 +14,8 @@ table of the project's own suite does (``ExploreConfig.protect_readers``,
 * **ACCEPTED**: a risk the team accepted in the file (``accept:``), until its date.
 
 A search cut before it is complete is INCONCLUSIVE (exit 1) unless the file asked for sampling
-(``bounds.search: sample``). For each failure, ``pipelines.mitigate`` tries the changes a team
+(``bounds.search: sample``); the anomalies it found before the cut stand (real runs, each the
+shortest to its property), so a failing one fails the check. For each failure, ``pipelines.mitigate`` tries the changes a team
 could make to the file and re-checks each: the report lists those that make it pass, with the
 diff to apply. Writers are named by their jobs everywhere (``Pipeline.job_of``).
 """
@@ -106,12 +107,13 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
             # a job's command its engine refuses as it begins: the file is what is wrong
             raise InputError(e.detail, p.path) from None
         states = res.states
+        # what the search found, complete or cut: each a real run, its shortest one
+        found = [_anomaly(p, v.trace, v.property, details) for v in
+                 sorted(res.violations.values(), key=lambda v: _RANK[v.property])]
+        found += [_anomaly(p, v.trace, v.property, details)
+                  for v in sorted(res.allowed.values(), key=lambda v: _RANK[v.property])
+                  if v.property not in res.violations]
         if res.complete:
-            found = [_anomaly(p, v.trace, v.property, details) for v in
-                     sorted(res.violations.values(), key=lambda v: _RANK[v.property])]
-            found += [_anomaly(p, v.trace, v.property, details)
-                      for v in sorted(res.allowed.values(), key=lambda v: _RANK[v.property])
-                      if v.property not in res.violations]
             return Outcome(f"{EXHAUSTIVE}: {res.states:,} states, every interleaving and "
                            f"choice", True, res.states, found,
                            seconds=time.monotonic() - start, stuck=_stuck(p, res.outcomes),
@@ -128,9 +130,17 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
     left = None if time_budget is None else max(0.0, time_budget - (time.monotonic() - start))
     h = hyp(p.config, max_examples=p.max_examples, seed=p.seed, time_budget=left,
             progress=_hyp_progress(say, p.max_examples))
-    found = [_anomaly(p, f.trace, f.property, details)
-             for f in sorted(h.findings, key=lambda f: _RANK[f.property])]
+    # a cut search's anomalies stand (each is a real run, and the shortest to its property);
+    # sampling adds the properties it did not reach
+    bfs = found if cut else []
+    seen = {a.property for a in bfs}
+    found = bfs + [_anomaly(p, f.trace, f.property, details)
+                   for f in sorted(h.findings, key=lambda f: _RANK[f.property])
+                   if f.property not in seen]
+    found.sort(key=lambda a: _RANK[a.property])
     how = (f"{SAMPLED}: {h.examples} runs" + (f" after the BFS stopped at {states:,} states"
+                                               + (f" (it had found {', '.join(sorted(seen))})"
+                                                  if seen else "")
                                                if cut else "") + " (absence is not proven)")
     if h.timed_out:
         how += "; cut by the time budget"
