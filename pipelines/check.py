@@ -15,9 +15,9 @@ table of the project's own suite does (``ExploreConfig.protect_readers``,
 
 A search cut before it is complete is INCONCLUSIVE (exit 1) unless the file asked for sampling
 (``bounds.search: sample``); the anomalies it found before the cut stand (real runs, each the
-shortest to its property), so a failing one fails the check. For each failure, ``pipelines.mitigate`` tries the changes a team
-could make to the file and re-checks each: the report lists those that make it pass, with the
-diff to apply. Writers are named by their jobs everywhere (``Pipeline.job_of``).
+shortest to its property), so a failing one fails the check. For each failure,
+``pipelines.mitigate`` tries the changes a team could make to the file and re-checks each: the
+report lists those that make it pass, with the diff to apply. Writers are named by their jobs everywhere (``Pipeline.job_of``).
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
     say = progress or (lambda m: None)
     cut = ""
     states = 0
+    found: list[Anomaly] = []
     if p.search == "exhaustive":
         try:
             res = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states),
@@ -131,15 +132,18 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
     h = hyp(p.config, max_examples=p.max_examples, seed=p.seed, time_budget=left,
             progress=_hyp_progress(say, p.max_examples))
     # a cut search's anomalies stand (each is a real run, and the shortest to its property);
-    # sampling adds the properties it did not reach
-    bfs = found if cut else []
-    seen = {a.property for a in bfs}
-    found = bfs + [_anomaly(p, f.trace, f.property, details)
-                   for f in sorted(h.findings, key=lambda f: _RANK[f.property])
-                   if f.property not in seen]
-    found.sort(key=lambda a: _RANK[a.property])
+    # sampling adds the properties it did not reach, and one the search had seen only as
+    # allowed that sampling shows failing fails (as a complete search's violation would)
+    seen = sorted({a.property for a in found})
+    best: dict[str, Anomaly] = {}
+    for a in found + [_anomaly(p, f.trace, f.property, details)
+                      for f in sorted(h.findings, key=lambda f: _RANK[f.property])]:
+        had = best.get(a.property)
+        if had is None or (had.verdict != FAIL and a.verdict == FAIL):
+            best[a.property] = a
+    found = sorted(best.values(), key=lambda a: _RANK[a.property])
     how = (f"{SAMPLED}: {h.examples} runs" + (f" after the BFS stopped at {states:,} states"
-                                               + (f" (it had found {', '.join(sorted(seen))})"
+                                               + (f" (it had found {', '.join(seen)})"
                                                   if seen else "")
                                                if cut else "") + " (absence is not proven)")
     if h.timed_out:

@@ -259,3 +259,25 @@ def test_a_cut_search_keeps_the_failures_it_found(tmp_path):
     assert "(it had found undelete)" in o.how
     assert [(a.property, a.verdict) for a in o.failed] == [("undelete", "fail")]
     assert o.failed[0].trace is not None
+
+
+def test_a_cut_search_s_allowed_anomaly_gives_way_to_a_failing_sampled_one(tmp_path,
+                                                                            monkeypatch):
+    """A property the cut search saw only as allowed, which sampling then shows failing,
+    fails the check, as a complete search's violation of it would (a complete search reports a
+    property's violation before, and instead of, its allowed occurrence). Here the PyIceberg
+    file-patch example is cut at 111 states with an allowed dangling_deletes, and sampling is
+    given the failing dangling_deletes run of the complete search."""
+    import types
+
+    from icecheck.engines import hypothesis_engine
+    from icecheck.engines.explicit import search
+    src = os.path.join(EXAMPLES, "pyiceberg-file-patch-beside-spark-deletes.yaml")
+    failing = search(load_pipeline(src).config, engine="bfs").violations["dangling_deletes"]
+    f = tmp_path / "p.yaml"
+    f.write_text(open(src).read() + "\nbounds: {max_states: 150, max_examples: 1, seed: 0}\n")
+    sampled = types.SimpleNamespace(findings=[failing], examples=1, timed_out=False)
+    monkeypatch.setattr(hypothesis_engine, "explore", lambda *a, **k: sampled)
+    o = explore(load_pipeline(str(f)), details=False)
+    assert o.inconclusive and "(it had found dangling_deletes)" in o.how
+    assert [(a.property, a.verdict) for a in o.anomalies] == [("dangling_deletes", "fail")]
