@@ -467,10 +467,8 @@ class Expander:
         """Resuming a checkpoint (``engines/checkpoint.py``): rebuild the states of
         ``items`` (fingerprint, action path) as the next level; the fingerprints that did not
         come out the same (an empty list when the checkpoint fits this model)."""
-        from icecheck.engines.checkpoint import rebuild_states
-        self.next, bad = rebuild_states(self.model, self.fingerprints, items)
-        self._next_orders = {}
-        return bad
+        self.next, self._next_orders = {}, {}
+        return self.adopt(items)
 
     def adopt(self, items: list[tuple[bytes, list[str]]]) -> list[bytes]:
         """Take over states another worker generated (``_bfs``'s one-time balancing): rebuild
@@ -1102,7 +1100,7 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
                 parents[fp2] = (parent, label)
             res.states += len(new)
             if pool is not None and not balanced and len(new) >= BALANCE_AT * workers:
-                _balance(pool, new, path_to)
+                _balance(broadcast, workers, new, path_to)
                 balanced = True
             frontier = sorted((fp2, v[0], v[2]) for fp2, v in new.items())
             keep = [[] for _ in range(workers)]
@@ -1132,7 +1130,7 @@ def _bfs(cfg, symmetry, por, workers, bounds, start, deadline, progress, stop_on
 BALANCE_AT = 256
 
 
-def _balance(pool: list, new: dict, path_to) -> None:
+def _balance(broadcast, workers: int, new: dict, path_to) -> None:
     """Hand out the next level by fingerprint: each new state goes to the worker its
     fingerprint names, which rebuilds it from its path (``Expander.adopt``) when another
     worker generated it, so the workers' subtrees from then on are about the same size.
@@ -1140,16 +1138,13 @@ def _balance(pool: list, new: dict, path_to) -> None:
     (measured: two workers took 51.9 s where one took 42.3 s). Owners decide where a state is
     expanded, never what is found: states, edges and verdicts are merged in the frontier's
     order whatever worker holds them."""
-    n = len(pool)
-    moves: list[list] = [[] for _ in range(n)]
+    moves: list[list] = [[] for _ in range(workers)]
     for fp2, v in new.items():
-        k = int.from_bytes(fp2[:8], "big") % n
+        k = int.from_bytes(fp2[:8], "big") % workers
         if k != v[0]:
             moves[k].append((fp2, path_to(fp2)))
             v[0] = k
-    for r, items in zip(pool, moves):
-        r.send("adopt", items)
-    bad = [fp for r in pool for fp in r.recv()]
+    bad = [fp for got in broadcast("adopt", [(m,) for m in moves]) for fp in got]
     if bad:
         raise RuntimeError(f"{len(bad)} state(s) did not rebuild to their fingerprint from "
                            f"their path: the model is not deterministic")

@@ -120,9 +120,9 @@ def test_workers_share_the_search_after_one_level_is_handed_out(monkeypatch):
     moved = []
     real = E._balance
 
-    def spy(pool, new, path_to):
+    def spy(broadcast, workers, new, path_to):
         owners = {fp: v[0] for fp, v in new.items()}
-        real(pool, new, path_to)
+        real(broadcast, workers, new, path_to)
         moved.append(sum(1 for fp, v in new.items() if v[0] != owners[fp]))
         assert len({v[0] for v in new.values()}) > 1      # shared, by fingerprint
 
