@@ -877,7 +877,8 @@ def compute_targets(doc: dict) -> list[dict]:
              "measured": (f"{min_red}x to {max(b['state_reduction'] for b in exact)}x on the "
                           f"3-writer configurations whose unreduced search finished (symmetry "
                           f"bounds it by 3! = 6; POR's sleep sets keep every state, its doomed "
-                          f"swaps drop some only where writers retry); the canonical configuration's unreduced search did not "
+                          f"swaps drop some only where writers retry); the canonical "
+                          f"configuration's unreduced search did not "
                           f"finish in its budget, so its factors are lower bounds"
                           if exact else "no unreduced run finished")})
     return out

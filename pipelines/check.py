@@ -17,7 +17,8 @@ A search cut before it is complete is INCONCLUSIVE (exit 1) unless the file aske
 (``bounds.search: sample``); the anomalies it found before the cut stand (real runs, each the
 shortest to its property), so a failing one fails the check. For each failure,
 ``pipelines.mitigate`` tries the changes a team could make to the file and re-checks each: the
-report lists those that make it pass, with the diff to apply. Writers are named by their jobs everywhere (``Pipeline.job_of``).
+report lists those that make it pass, with the diff to apply. Writers are named by their jobs
+everywhere (``Pipeline.job_of``).
 """
 
 from __future__ import annotations

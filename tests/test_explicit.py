@@ -4,7 +4,8 @@ Symmetry and POR must not change what the search finds: the same set of violated
 properties, the same shortest counterexample length per property, the same reachable final-state
 outcomes (normalized over interchangeable writers); reduced state counts <= full ones. POR's
 sleep sets must keep every reachable state; its doomed swaps (engines/por.py) drop states, never
-a verdict, a shortest counterexample's length or a final outcome. Results must not depend on the worker count.
+a verdict, a shortest counterexample's length or a final outcome. Results must not depend on
+the worker count.
 """
 
 from __future__ import annotations
