@@ -1,0 +1,397 @@
+"""Split an exhaustive search by the programs' alternatives: one BFS per combination.
+
+A program entry may hold several alternative commands (a pipeline's ``{key}`` and
+``{partition}`` templates, ``--mix delete,update``): the writer picks one when it begins that
+command (``Model.writer_actions``: ``begin#k``). Every run of the configuration picks, for each
+such entry it reaches, one alternative, so the runs of the configuration are exactly the union
+of the runs of its *parts*: the same configuration with each of those entries narrowed to one
+alternative. A state is a state of every part whose choices agree with the ones it made; a
+violation, its shortest counterexample and every verdict are those of some part, and the
+shortest counterexample of the whole is the shortest among the parts'.
+
+Why split (issue 44, "pipelines of realistic size"): the BFS holds its visited set and two
+levels in memory, about 1 KB a state, and a pipeline of a platform team's size (five jobs, three
+of them templated over two keys or partitions: 8 combinations) outgrows the machine before it
+outgrows the clock. One part holds about an eighth of the states, so it fits where the whole
+does not; and the parts are independent searches, so ``workers`` of them run at once, one per
+core, with no level-by-level merge between processes (the local ``--workers`` BFS merges every
+level in its master, a serial part, engines/explicit.py ``_bfs``). What it costs: a state
+reached before a writer made its choice is a state of each of that writer's parts, so it is
+searched once per part (the states before the choices are a small share of the deep levels:
+measured in reports/benchmarks.md, "realistic").
+
+Writers that are interchangeable (engines/symmetry.py ``symmetry_classes``) have their
+alternatives in the same order, and a permutation of such writers maps the runs of one part onto
+the runs of the permuted part, with the same verdicts (the premise the symmetry reduction rests
+on): only parts whose interchangeable writers' choices are in non-decreasing order are searched.
+
+What the merged result counts: ``states``, ``transitions``, coverage and the per-property state
+counts are sums over the parts searched (a state shared by parts is counted in each); verdicts,
+final outcomes and the shortest counterexample per property are the union and the minimum (ties:
+the first part), and each counterexample's actions are translated back to the whole
+configuration's labels (``w2.begin#1``), so it replays there. ``bounds.max_states`` and
+``bounds.max_memory_mb`` bound each part, what one process holds; the time budget bounds the
+whole. The merge goes in part order whatever order the parts finish in, so the result does not
+depend on the machine's speed (but for the times).
+
+A streaming sink's entries are never split: a sink that restarts begins a batch again and may
+pick another alternative (models/lifecycle.py), so one run can make two choices for an entry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass, replace
+
+from icecheck.engines.config import ExploreConfig
+from icecheck.engines.explicit import (BFS, Bounds, Progress, Result, Violation, attach_traces,
+                                       search)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One combination: ``choices[i][j]`` is the alternative writer ``w{i+1}`` runs at program
+    entry ``j`` (0 where the entry has one); ``cfg`` the configuration narrowed to it."""
+
+    index: int
+    choices: tuple[tuple[int, ...], ...]
+    cfg: ExploreConfig
+
+    def label(self, whole: ExploreConfig) -> str:
+        """``w2 #1, w3 #0``: the choices of the entries that have alternatives."""
+        bits = [f"w{i + 1}.{j + 1}#{c}" for i, prog in enumerate(whole.writers)
+                for j, entry in enumerate(prog) if len(entry) > 1
+                and (i + 1) not in _sink_writers(whole) for c in (self.choices[i][j],)]
+        return ", ".join(bits)
+
+
+def _sink_writers(cfg: ExploreConfig) -> set[int]:
+    return {s[0] for s in cfg.sinks}
+
+
+def split_points(cfg: ExploreConfig) -> list[tuple[int, int, int]]:
+    """(writer index 0-based, entry index, number of alternatives) of every entry a split
+    narrows: those with several alternatives, of writers that are not streaming sinks."""
+    sinks = _sink_writers(cfg)
+    return [(i, j, len(entry)) for i, prog in enumerate(cfg.writers) if i + 1 not in sinks
+            for j, entry in enumerate(prog) if len(entry) > 1]
+
+
+def parts(cfg: ExploreConfig, symmetry: bool = True) -> tuple[list[Part], int]:
+    """(the parts to search, in a fixed order; how many combinations there are in all).
+    With ``symmetry``, one part per orbit of combinations under the interchangeable writers."""
+    points = split_points(cfg)
+    classes = []
+    if symmetry:
+        from icecheck.engines.symmetry import symmetry_classes
+        classes = [c for c in symmetry_classes(cfg) if len(c) > 1]
+    out: list[Part] = []
+    total = 0
+    for combo in itertools.product(*(range(n) for _, _, n in points)):
+        total += 1
+        choices = [[0] * len(prog) for prog in cfg.writers]
+        for (i, j, _), c in zip(points, combo):
+            choices[i][j] = c
+        # writers of a class are in slot order: keep the combination whose choice vectors
+        # are non-decreasing along it (each orbit has exactly one)
+        if any(choices[a - 1] > choices[b - 1] for c in classes for a, b in zip(c, c[1:])):
+            continue
+        writers = tuple(tuple(entry if len(entry) == 1 or (i + 1) in _sink_writers(cfg)
+                              else (entry[choices[i][j]],)
+                              for j, entry in enumerate(prog))
+                        for i, prog in enumerate(cfg.writers))
+        out.append(Part(len(out), tuple(map(tuple, choices)), replace(cfg, writers=writers)))
+    return out, total
+
+
+def whole_labels(whole: ExploreConfig, part: Part, actions: list[str]) -> list[str]:
+    """A part's counterexample as actions of the whole configuration: each ``begin`` of a
+    narrowed entry gets back the alternative's index (the part's program has one, ``#0``).
+    The entry a ``begin`` starts is read by replaying the actions on the part's model."""
+    from icecheck.models.system import BEGIN, Action
+    from icecheck.traces.execute import model_for
+    narrowed = {(i, j) for i, j, _ in split_points(whole)}
+    if not narrowed:
+        return list(actions)
+    model = model_for(part.cfg)
+    state = model.initial()
+    out = []
+    for label in actions:
+        a = Action.parse(label)
+        if a.kind == BEGIN:
+            i = int(a.writer[1:]) - 1
+            j = state.writer(a.writer).op_index
+            if (i, j) in narrowed:
+                label = str(Action(a.writer, BEGIN, part.choices[i][j]))
+        out.append(label)
+        state = model.step(state, a)
+    return out
+
+
+def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
+                 workers: int = 1, bounds: Bounds = Bounds(),
+                 time_budget: float | None = None, progress: Progress | None = None,
+                 traces: bool = True, stop_on: frozenset[str] | None = None,
+                 evaluate: bool = True) -> Result:
+    """Search every part of ``cfg`` (``parts``), ``workers`` at a time (each a one-process
+    BFS, in a process of its own when ``workers`` > 1), and merge their results in part
+    order. A configuration without alternatives is one part: the plain search."""
+    todo, total = parts(cfg, symmetry)
+    if len(todo) <= 1:
+        return search(cfg, engine=BFS, symmetry=symmetry, por=por, workers=workers,
+                      bounds=bounds, time_budget=time_budget, progress=progress,
+                      traces=traces, stop_on=stop_on, evaluate=evaluate)
+    start = time.monotonic()
+    deadline = start + time_budget if time_budget is not None else None
+    board = _Board(len(todo), start, progress)
+    args = (symmetry, por, bounds, stop_on, evaluate)
+    if workers <= 1:
+        results = _serial(todo, args, deadline, board)
+    else:
+        results = _parallel(todo, args, deadline, board, workers)
+    res = merge(cfg, todo, results, symmetry=symmetry, por=por, workers=workers, bounds=bounds)
+    res.notes.insert(0, f"split search: {len(todo)} parts (one per combination of the programs' "
+                        f"alternatives" + (f", {total} in all, one per class of interchangeable "
+                                            f"writers' choices" if total != len(todo) else "")
+                        + f"); {sum(r is not None for r in results)} searched, states and "
+                        "transitions summed over them (engines/split.py)")
+    res.seconds = time.monotonic() - start
+    if traces:
+        attach_traces(res)
+    return res
+
+
+class _Board:
+    """The parts' progress as one line's figures: states of the parts done plus those of the
+    parts under way, the deepest level under way, and ``part`` (how many are done)."""
+
+    def __init__(self, n: int, start: float, progress: Progress | None):
+        self.n, self.start, self.progress = n, start, progress
+        self.done_states = 0
+        self.done = 0
+        self.live: dict[int, dict] = {}
+
+    def update(self, index: int, info: dict) -> None:
+        self.live[index] = info
+        self._show()
+
+    def finished(self, index: int, res: Result | None) -> None:
+        self.live.pop(index, None)
+        self.done += 1
+        self.done_states += res.states if res is not None else 0
+        self._show()
+
+    def _show(self) -> None:
+        if self.progress is None:
+            return
+        live = list(self.live.values())
+        self.progress({
+            "states": self.done_states + sum(i["states"] for i in live),
+            "frontier": sum(i["frontier"] for i in live),
+            "expanded": sum(i.get("expanded", i["frontier"]) for i in live),
+            "depth": max((i["depth"] for i in live), default=0),
+            "transitions": sum(i.get("transitions", 0) for i in live),
+            "elapsed": time.monotonic() - self.start,
+            "parts": (self.done, self.n)})
+
+
+def _search_part(part: Part, args, deadline, progress) -> Result:
+    symmetry, por, bounds, stop_on, evaluate = args
+    budget = None if deadline is None else max(0.0, deadline - time.monotonic())
+    res = search(part.cfg, engine=BFS, symmetry=symmetry, por=por, workers=1, bounds=bounds,
+                 time_budget=budget, progress=progress, traces=False, stop_on=stop_on,
+                 evaluate=evaluate)
+    res.__dict__.pop("_path_to", None)     # the part's parent pointers: not needed, not shipped
+    return res
+
+
+def _stops(res: Result) -> bool:
+    """Does this part's end stop the parts after it? A time budget, an interrupt or the memory
+    bound do (the whole is out of time or room); a ``max states`` cut does not (each part
+    is bounded by it alone), nor a property found (``stop_on``: each part stops at it)."""
+    return res.stopped in ("time budget", "interrupted", "memory bound")
+
+
+def _serial(todo: list[Part], args, deadline, board: _Board) -> list[Result | None]:
+    results: list[Result | None] = [None] * len(todo)
+    for part in todo:
+        res = _search_part(part, args, deadline,
+                           lambda info, k=part.index: board.update(k, info))
+        results[part.index] = res
+        board.finished(part.index, res)
+        if _stops(res):
+            break
+    return results
+
+
+def _part_main(conn, parent: int, part: Part, args, deadline_left) -> None:
+    """A part's process: search it, sending progress (at most a few lines a second) and then
+    its result. Ctrl-C is the parent's to handle: it tells the part to stop (SIGUSR1 here
+    raises KeyboardInterrupt, which the BFS turns into a partial result)."""
+    from icecheck.engines.lifetime import die_with_parent
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGUSR1, interrupt)
+    deadline = None if deadline_left is None else time.monotonic() + deadline_left
+    last = [0.0]
+
+    def progress(info: dict) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.25:
+            last[0] = now
+            conn.send(("progress", {k: info[k] for k in
+                                    ("states", "frontier", "expanded", "depth", "transitions")
+                                    if k in info}))
+    try:
+        res = _search_part(part, args, deadline, progress)
+        conn.send(("done", res))
+    except BaseException as e:          # an input error, a model error: the parent re-raises
+        conn.send(("error", e))
+    finally:
+        conn.close()
+
+
+def _parallel(todo: list[Part], args, deadline, board: _Board,
+              workers: int) -> list[Result | None]:
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    from icecheck.engines.lifetime import stop_all
+    ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+    results: list[Result | None] = [None] * len(todo)
+    pending = list(todo)
+    running: dict = {}                  # conn -> (part, process)
+    stopping = False
+    error: BaseException | None = None
+
+    def launch(part: Part) -> None:
+        conn, child = ctx.Pipe(duplex=False)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        proc = ctx.Process(target=_part_main, args=(child, os.getpid(), part, args, left),
+                           daemon=True)
+        proc.start()
+        child.close()
+        running[conn] = (part, proc)
+
+    def interrupt_all() -> None:
+        for _, proc in running.values():
+            try:
+                os.kill(proc.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+
+    try:
+        while pending or running:
+            while pending and not stopping and len(running) < workers:
+                launch(pending.pop(0))
+            if not running:
+                break
+            try:
+                ready = wait(list(running))
+            except KeyboardInterrupt:
+                stopping = True
+                interrupt_all()
+                continue
+            for conn in ready:
+                part, proc = running[conn]
+                try:
+                    kind, payload = conn.recv()
+                except (EOFError, OSError):
+                    kind, payload = "error", RuntimeError(
+                        f"split search: the process searching part {part.index + 1} "
+                        f"({part.label(todo[0].cfg)}) ended without a result "
+                        f"(exit code {proc.exitcode}; killed, or out of memory?)")
+                if kind == "progress":
+                    board.update(part.index, payload)
+                    continue
+                del running[conn]
+                conn.close()
+                proc.join()
+                if kind == "error":
+                    error = error or payload
+                    stopping = True
+                    interrupt_all()
+                    board.finished(part.index, None)
+                    continue
+                results[part.index] = payload
+                board.finished(part.index, payload)
+                if _stops(payload) and not stopping:
+                    stopping = True
+                    interrupt_all()
+    finally:
+        stop_all([proc for _, proc in running.values()])
+    if error is not None:
+        raise error
+    return results
+
+
+def merge(cfg: ExploreConfig, todo: list[Part], results: list[Result | None], *,
+          symmetry: bool, por: bool, workers: int, bounds: Bounds) -> Result:
+    """The parts' results as one result of ``cfg`` (the module's docstring says what is summed
+    and what is the minimum), in part order."""
+    from icecheck.engines.symmetry import symmetry_classes
+    res = Result(cfg, BFS, symmetry, por, workers, bounds)
+    res.symmetry_classes = symmetry_classes(cfg) if symmetry else []
+    res.complete = True
+    full_classes = symmetry_classes(cfg)
+    for part, r in zip(todo, results):
+        if r is None:                   # never searched: the whole is not complete
+            res.complete = False
+            continue
+        before = res.states
+        res.states += r.states
+        res.transitions += r.transitions
+        res.enabled_transitions += r.enabled_transitions
+        res.max_depth = max(res.max_depth, r.max_depth)
+        res.cut += r.cut
+        res.final_states += r.final_states
+        res.coverage.update(r.coverage)
+        res.reached.update(r.reached)
+        res.allowed_counts.update(r.allowed_counts)
+        res.violation_counts.update(r.violation_counts)
+        part_classes = symmetry_classes(part.cfg)
+        for o in r.outcomes:
+            res.outcomes |= _renormal(o, part_classes, full_classes)
+        res.complete = res.complete and r.complete
+        if r.stopped and res.stopped is None:
+            res.stopped = r.stopped
+        if not r.symmetry and symmetry:
+            res.symmetry = False
+        for note in r.notes:
+            if note not in res.notes:
+                res.notes.append(note)
+        for mine, theirs in ((res.violations, r.violations), (res.allowed, r.allowed)):
+            for prop, v in theirs.items():
+                got = mine.get(prop)
+                if got is None or v.depth < got.depth:
+                    mine[prop] = replace(v, actions=whole_labels(cfg, part, v.actions),
+                                         states_before=before + v.states_before, trace=None)
+    return res
+
+
+def _renormal(outcome: tuple, part_classes: list[list[int]],
+              full_classes: list[list[int]]) -> set[tuple]:
+    """A part's final outcome (``Expander.outcome``: per class of the part's interchangeable
+    writers, their histories' outcomes, sorted) as the whole configuration's signatures (the
+    same, per class of the whole's writers). Narrowing the programs may make writers that differ
+    in the whole interchangeable in a part, so the part's sorted tuple no longer says which
+    writer ended how; but then every assignment of those outcomes to those writers is the
+    outcome of a final state of the part (a permutation of interchangeable writers maps a run to
+    a run), and so of the whole: each is returned."""
+    per_class = []
+    for pc, outs in zip(part_classes, outcome):
+        perms = sorted(set(itertools.permutations(outs)))
+        per_class.append([dict(zip(pc, perm)) for perm in perms])
+    out = set()
+    for combo in itertools.product(*per_class):
+        slots: dict[int, tuple] = {}
+        for d in combo:
+            slots.update(d)
+        out.add(tuple(tuple(sorted(slots[i] for i in c)) for c in full_classes))
+    return out

@@ -1,0 +1,134 @@
+"""The split search (engines/split.py): one BFS per combination of the programs' alternatives.
+
+It must find what the whole search finds: the same violated and allowed properties, the same
+shortest counterexample length per property, the same final outcomes (normalized over the whole
+configuration's interchangeable writers) and final-state count (a final state has made every
+choice, so it is a state of one part), with counterexamples that replay on the whole
+configuration; and its result must not depend on how many parts run at once.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from icecheck.engines.config import mix_config
+from icecheck.engines.explicit import Bounds, search, with_retries
+from icecheck.engines.split import _renormal, parts, split_points, split_search, whole_labels
+from icecheck.pipelines.load import load_pipeline
+from icecheck.traces.execute import model_for, run_actions
+from icecheck.traces.format import KIND_VIOLATION
+
+CONFIGS = [
+    # three interchangeable writers, each DELETE or UPDATE: 8 combinations, 4 up to symmetry
+    with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 0),
+    # two operations each, with retries (lost races retried inside a part)
+    with_retries(mix_config("spark-3.5-cow-serializable", 2, 2, ("delete", "update"), 1), 1),
+    with_retries(mix_config("spark-3.5-mor-serializable", 2, 1, ("delete", "update", "insert"),
+                            1), 0),
+    # PyIceberg's first attempt, a catalog without compare-and-swap
+    with_retries(mix_config("pyiceberg-0.12-serializable", 2, 1, ("delete", "insert"), 1), 1),
+    mix_config("spark-3.5-cow-serializable", 2, 1, ("insert", "delete"), 1,
+               catalog="last_writer_wins"),
+]
+IDS = [c.name for c in CONFIGS]
+
+
+def summary(r):
+    return ({p: v.depth for p, v in r.violations.items()},
+            {p: v.depth for p, v in r.allowed.items()}, r.outcomes, r.final_states)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_split_finds_what_the_whole_search_finds(cfg):
+    whole = search(cfg, traces=False)
+    split = split_search(cfg, traces=True)
+    assert len(parts(cfg)[0]) > 1
+    assert summary(split) == summary(whole)
+    assert split.complete and whole.complete
+    # each counterexample is a run of the whole configuration, showing its property as found
+    model = model_for(cfg)
+    for v in list(split.violations.values()) + list(split.allowed.values()):
+        run = run_actions(model, v.actions)
+        assert run.stopped is None and len(run.actions) == len(v.actions)
+        assert (v.trace["kind"] == KIND_VIOLATION) == v.unexpected
+        assert v.depth == len(v.actions)
+
+
+def test_parts_up_to_interchangeable_writers():
+    cfg = CONFIGS[0]
+    assert len(split_points(cfg)) == 3
+    todo, total = parts(cfg)
+    assert total == 8
+    # one per multiset of choices: DDD, DDU, DUU, UUU
+    assert [p.choices for p in todo] == [((0,), (0,), (0,)), ((0,), (0,), (1,)),
+                                         ((0,), (1,), (1,)), ((1,), (1,), (1,))]
+    assert len(parts(cfg, symmetry=False)[0]) == 8
+    # a part's program has one alternative where the whole had several
+    assert all(len(entry) == 1 for p in todo for prog in p.cfg.writers for entry in prog)
+
+
+def test_split_without_symmetry_searches_every_combination():
+    cfg = CONFIGS[0]
+    a = split_search(cfg, symmetry=False, traces=False)
+    b = search(cfg, symmetry=False, traces=False)
+    assert summary(a)[:3] == summary(b)[:3]
+    assert any("8 parts" in n for n in a.notes)
+
+
+def test_counterexample_names_the_alternative_the_whole_configuration_runs():
+    """A part runs ``w1.begin`` (its entry has one alternative); the whole names which one."""
+    cfg = CONFIGS[0]
+    res = split_search(cfg, traces=False)
+    begins = [a for v in res.violations.values() for a in v.actions if ".begin" in a]
+    assert any("#1" in a for a in begins)        # an UPDATE (alternative 1) took part
+    part = parts(cfg)[0][3]                      # every writer runs UPDATE
+    assert whole_labels(cfg, part, ["w1.begin", "w2.begin"]) == ["w1.begin#1", "w2.begin#1"]
+    assert whole_labels(cfg, parts(cfg)[0][0], ["w1.begin"]) == ["w1.begin"]
+
+
+def test_parts_at_once_give_the_same_result():
+    cfg = CONFIGS[1]
+    one = split_search(cfg, workers=1, traces=False)
+    two = split_search(cfg, workers=2, traces=False)
+    assert (one.states, one.transitions, one.coverage) == (two.states, two.transitions,
+                                                           two.coverage)
+    assert {p: (v.actions, v.states_before) for p, v in one.violations.items()} == \
+        {p: (v.actions, v.states_before) for p, v in two.violations.items()}
+    assert summary(one) == summary(two)
+
+
+def test_a_spent_time_budget_leaves_the_search_incomplete():
+    res = split_search(CONFIGS[1], workers=2, time_budget=0.0, traces=False)
+    assert not res.complete and res.stopped == "time budget"
+
+
+def test_max_states_bounds_each_part():
+    cfg = CONFIGS[1]
+    res = split_search(cfg, traces=False, bounds=Bounds(max_states=50))
+    assert not res.complete and res.stopped == "max states"
+    n = len(parts(cfg)[0])
+    assert 0 < res.states <= 50 * n
+
+
+def test_streaming_sinks_are_not_split():
+    """A sink that restarts begins a batch again and may pick another alternative."""
+    p = load_pipeline("examples/spark-streaming-sink-expiry.yaml")
+    sink = p.config.sinks[0][0] - 1
+    assert all(i != sink for i, _, _ in split_points(p.config))
+
+
+def test_outcomes_of_writers_a_part_made_interchangeable():
+    """w1 and w2 differ in the whole but are twins in a part: both assignments are outcomes."""
+    got = _renormal(((("committed",), ("failed",)),), [[1, 2]], [[1], [2]])
+    assert got == {((("committed",),), (("failed",),)), ((("failed",),), (("committed",),))}
+    # a part's classes inside the whole's: the same signature
+    assert _renormal(((("a",),), (("b",),)), [[1], [2]], [[1, 2]]) == {((("a",), ("b",)),)}
+
+
+def test_a_pipeline_with_templates_splits_by_key():
+    p = load_pipeline("examples/flink-cdc-append-compaction.yaml")
+    todo, total = parts(p.config)
+    assert len(todo) == total == 2
+    whole = search(p.config, traces=False)
+    split = split_search(p.config, workers=2, traces=False)
+    assert summary(split) == summary(whole)
