@@ -51,6 +51,11 @@ from icecheck.engines.explicit import (BFS, Bounds, Progress, Result, Violation,
                                        search)
 
 
+class PartLost(RuntimeError):
+    """A part's process ended without a result (killed, out of memory): the search cannot
+    say anything of that part, so it stops (the CLI: one line, INCONCLUSIVE, exit 1)."""
+
+
 @dataclass(frozen=True)
 class Part:
     """One combination: ``choices[i][j]`` is the alternative writer ``w{i+1}`` runs at program
@@ -61,10 +66,13 @@ class Part:
     cfg: ExploreConfig
 
     def label(self, whole: ExploreConfig) -> str:
-        """``w2 #1, w3 #0``: the choices of the entries that have alternatives."""
-        bits = [f"w{i + 1}.{j + 1}#{c}" for i, prog in enumerate(whole.writers)
-                for j, entry in enumerate(prog) if len(entry) > 1
-                and (i + 1) not in _sink_writers(whole) for c in (self.choices[i][j],)]
+        """``w1.1=UPDATE#1, w2.1=DELETE``: the command each narrowed entry runs in this part,
+        with the index of its alternative (as the whole's ``begin#1`` names it; none: 0)."""
+        bits = []
+        for i, j, _ in split_points(whole):
+            c = self.choices[i][j]
+            sql = dict(whole.writers[i][j][c]).get("sql", "")
+            bits.append(f"w{i + 1}.{j + 1}={sql}" + (f"#{c}" if c else ""))
         return ", ".join(bits)
 
 
@@ -151,7 +159,7 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
     if workers <= 1:
         results = _serial(todo, args, deadline, board)
     else:
-        results = _parallel(todo, args, deadline, board, workers)
+        results = _parallel(todo, args, deadline, board, workers, cfg)
     res = merge(cfg, todo, results, symmetry=symmetry, por=por, workers=workers, bounds=bounds)
     res.notes.insert(0, f"split search: {len(todo)} parts (one per combination of the programs' "
                         f"alternatives" + (f", {total} in all, one per class of interchangeable "
@@ -257,8 +265,8 @@ def _part_main(conn, parent: int, part: Part, args, deadline_left) -> None:
         conn.close()
 
 
-def _parallel(todo: list[Part], args, deadline, board: _Board,
-              workers: int) -> list[Result | None]:
+def _parallel(todo: list[Part], args, deadline, board: _Board, workers: int,
+              whole: ExploreConfig) -> list[Result | None]:
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
@@ -303,10 +311,12 @@ def _parallel(todo: list[Part], args, deadline, board: _Board,
                 try:
                     kind, payload = conn.recv()
                 except (EOFError, OSError):
-                    kind, payload = "error", RuntimeError(
-                        f"split search: the process searching part {part.index + 1} "
-                        f"({part.label(todo[0].cfg)}) ended without a result "
-                        f"(exit code {proc.exitcode}; killed, or out of memory?)")
+                    proc.join()
+                    kind, payload = "error", PartLost(
+                        f"split search: the process searching part {part.index + 1} of "
+                        f"{len(todo)} ({part.label(whole)}) ended without a result (exit code "
+                        f"{proc.exitcode}: killed, or out of memory?); rerun, with a lower "
+                        f"--workers (fewer parts at once) or --max-memory to stop cleanly")
                 if kind == "progress":
                     board.update(part.index, payload)
                     continue

@@ -132,3 +132,49 @@ def test_a_pipeline_with_templates_splits_by_key():
     whole = search(p.config, traces=False)
     split = split_search(p.config, workers=2, traces=False)
     assert summary(split) == summary(whole)
+
+
+def _explore(*args):
+    from click.testing import CliRunner
+
+    from icecheck.cli.main import main
+    return CliRunner().invoke(main, ["explore", "--profile", "spark-3.5-mor-snapshot",
+                                     "--writers", "3", "--mix", "delete,update", "--retries",
+                                     "0", "--json", *args])
+
+
+def test_cli_split_reports_what_the_whole_search_reports():
+    import json
+    whole, split = _explore("--engine", "bfs"), _explore("--engine", "bfs", "--split",
+                                                         "--workers", "2")
+    assert whole.exit_code == split.exit_code == 0, split.output
+    a, b = json.loads(whole.output), json.loads(split.output)
+    assert [(v["property"], v["length"]) for v in a["violations"]] == \
+        [(v["property"], v["length"]) for v in b["violations"]]
+    assert a["final_outcomes"] == b["final_outcomes"] and b["complete"]
+    assert any("split search: 4 parts" in n for n in b["notes"])
+
+
+@pytest.mark.parametrize("args", [["--engine", "dfs", "--split"],
+                                  ["--engine", "bfs", "--split", "--checkpoint", "ck"]])
+def test_cli_split_needs_a_plain_bfs(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = _explore(*args)
+    assert res.exit_code == 2
+    assert "--split" in res.output and "Traceback" not in res.output
+
+
+def test_a_part_whose_process_dies_stops_the_search_with_a_message(monkeypatch):
+    import os
+
+    from icecheck.engines import split
+    real = split._search_part
+
+    def dies(part, *args):
+        if part.index == 1:
+            os._exit(9)                  # as the OOM killer would leave it: no result
+        return real(part, *args)
+    monkeypatch.setattr(split, "_search_part", dies)
+    with pytest.raises(split.PartLost, match=r"part 2 of 4 \(w1.1=DELETE, w2.1=DELETE, "
+                                             r"w3.1=UPDATE#1\) ended without a result"):
+        split_search(CONFIGS[0], workers=2, traces=False)
