@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from icecheck.cli.base import (PROFILE, PROPERTY, SECONDS, err, fail_input, finish_run, main,
-                               out, print_trace)
+from icecheck.cli.base import (EXIT_FAILED, PROFILE, PROPERTY, SECONDS, err, fail_input,
+                               finish_run, main, out, print_trace)
 from icecheck.models import catalog as cat
 from icecheck.scenarios.errors import InputError
 
@@ -349,6 +350,7 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
             fail_input(InputError("needs pyspark and Java (pip install -e '.[conformance]')",
                                   "--engine spark-bfs"))
     from icecheck.engines.checkpoint import DEFAULT_EVERY, Checkpointer, CheckpointError
+    from icecheck.engines.spark_bfs import KeeperLost
     checkpoint = None
     if checkpoint_dir is not None:
         checkpoint = Checkpointer(checkpoint_dir, resume=resume,
@@ -372,6 +374,11 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         fail_input(InputError(str(e), e.option))
     except ValueError as e:
         fail_input(InputError(str(e), "--engine"))
+    except KeeperLost as e:
+        # a spark-bfs keeper killed mid-search (the OOM killer, a user): an engine that could
+        # not finish, one line and exit 1 like a cut search, never a traceback
+        err.print(f"[bold red]INCONCLUSIVE[/]: {escape(str(e))}", markup=True)
+        sys.exit(EXIT_FAILED)
     found = list(result.violations.values()) + list(result.allowed.values())
     cut = None
     if result.stopped == "max states":

@@ -41,7 +41,7 @@ task: PySpark's shuffle sees a handful of records, not one per edge):
 
 Every state travels with its *path* (the action labels from the initial state along first
 edges), which costs a few labels per state: a keeper that does not hold a state a winner
-names (a task that ran on another host, a keeper restarted, a retried level) rebuilds it by
+names (the level that hands the search over to the keepers, a retried level) rebuilds it by
 replaying the path (``checkpoint.rebuild_states``, which checks the fingerprint; a miss is an
 error, never skipped), and a violating state's path is its shortest counterexample, so no
 parent pointers are kept. A retried dedup of the level just run gives the same winners (the
@@ -56,8 +56,14 @@ Keepers end when the search ends (a job asks every keeper of the search on its h
 when the Spark worker daemon that started them is gone (a stopped session, a killed executor),
 or after ``KEEPER_IDLE`` seconds without a request. A partition's visited fingerprints live
 only in its keeper, so a partition must keep running on one host (``local[N]`` and one-host
-clusters always do): a partition answered by another keeper than before stops the search
-with an error (``_same_keeper``) rather than count states again.
+clusters always do), and a keeper gone mid-search (killed, say by the OOM killer; or the
+partition's task ran on another host) stops the search with ``KeeperLost`` rather than count
+states again: one line naming the partition's keeper, which ``icecheck explore`` reports as
+INCONCLUSIVE (exit 1). A task that finds its keeper's connection closed, or its socket left
+with no process behind it, reports it as a record (``_Lost``: a failed task would fill the
+log with stack traces), and starts no keeper after a partition's first level; a partition
+answered by another keeper than before stops the search too (``_same_keeper``). The search's
+end stops the other keepers and removes the lost one's socket.
 
 The first levels, while the frontier has fewer than ``LOCAL_BELOW`` states a partition, run
 in the driver's own ``_Keeper`` (no Spark job; a Spark level costs about 0.35 s here); the
@@ -88,6 +94,8 @@ _NONE: frozenset = frozenset()
 KEEPER_IDLE = 3600.0
 #: Seconds a task waits for a keeper it started to listen.
 KEEPER_START = 120.0
+#: Seconds the end of a search waits for a keeper told to stop to end (it ends at once).
+KEEPER_STOP = 30.0
 _PICKLE = pickle.HIGHEST_PROTOCOL
 #: Levels whose frontier has fewer states than this per partition run in the driver (a
 #: ``_Keeper`` of its own, the same code): a Spark level costs about 0.35 s whatever its size,
@@ -180,8 +188,9 @@ class _Keeper:
         self.gen_depth: int | None = None    # ... which are of this level
         self.reused = self.replayed = 0
         # which keeper this is: a partition answered by another one has lost its visited
-        # fingerprints (the driver stops the search rather than count states twice)
-        self.token = uuid.uuid4().hex
+        # fingerprints (the driver stops the search rather than count states twice); its pid
+        # first, for the message that names a keeper that was killed
+        self.token = f"{os.getpid()}:{uuid.uuid4().hex}"
 
     def expand(self, depth: int, blobs: list, seen: bytes | None = None) -> tuple[dict, tuple]:
         """Judge and expand the winners in ``blobs`` (pickled lists of (handle, fp, pruned,
@@ -381,9 +390,22 @@ def _connect(path: str) -> socket.socket | None:
         return None
 
 
-def _keeper(ctx: tuple, index: int) -> socket.socket:
+class _Lost(Exception):
+    """In a task: partition ``index``'s keeper is gone (``what``: how it showed). The task
+    reports it as a record, not by failing: a failed task is a Java stack trace and a Python
+    one in the driver's log, and a retried one would start a keeper without the partition's
+    visited fingerprints."""
+
+    def __init__(self, index: int, what: str):
+        super().__init__(index, what)
+        self.record = (index, socket.gethostname(), what)
+
+
+def _keeper(ctx: tuple, index: int, start: bool = True) -> socket.socket:
     """A connection to partition ``index``'s keeper on this host, started when there is none
-    (under a lock: two tasks of one partition start one keeper)."""
+    (under a lock: two tasks of one partition start one keeper) and ``start`` (the keeper's
+    first request of the search); else ``_Lost``: once a keeper has been given the
+    partition's visited fingerprints, a new one would not hold them."""
     import fcntl
     import subprocess
     sid, spec, nparts = ctx
@@ -396,6 +418,13 @@ def _keeper(ctx: tuple, index: int) -> socket.socket:
         s = _connect(path)
         if s is not None:
             return s
+        if not start:
+            # a keeper that ends (told to stop, idle, its daemon gone) removes its socket: one
+            # left behind is a keeper killed (the OOM killer, a user) or crashed
+            raise _Lost(index, "its socket is left but no process answers it (killed or "
+                               "crashed)" if os.path.exists(path) else
+                        "no keeper of it answers on this host (it ended, or the partition's "
+                        "task ran on another host than before)")
         err = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         proc = subprocess.Popen(
@@ -417,23 +446,44 @@ def _keeper(ctx: tuple, index: int) -> socket.socket:
             time.sleep(0.05)
 
 
-def _ask(ctx: tuple, index: int, request: tuple):
-    with _keeper(ctx, index) as s:
-        _send(s, request)
-        status, value = _recv(s)
+def _ask(ctx: tuple, index: int, request: tuple, start: bool = True):
+    """Partition ``index``'s keeper's answer to ``request`` (``start``: see ``_keeper``)."""
+    with _keeper(ctx, index, start) as s:
+        try:
+            _send(s, request)
+        except OSError:
+            raise _Lost(index, _ENDED) from None
+        status, value = _answer(s, index)
     if status != "ok":
         raise RuntimeError(f"spark-bfs: the keeper of partition {index} failed:\n{value}")
     return value
 
 
+def _answer(s: socket.socket, index: int) -> tuple:
+    """The keeper's reply on ``s``; ``_Lost`` when the connection ends first: a keeper
+    replies to whatever it is asked (its errors too), so only its process's end closes it."""
+    try:
+        return _recv(s)
+    except (EOFError, OSError):
+        raise _Lost(index, _ENDED) from None
+
+
+_ENDED = "it ended during a request (killed, say by the OOM killer or a user, or crashed)"
+
+
 def _expand_task(ctx: tuple, depth: int, g: int, records):
     """Partition ``g`` of level ``depth``'s expand stage (its one record: the winners' blobs
     for keeper ``g`` and the fingerprints it has seen, or None): (target, ("E", blob)) records
-    and one (g, ("S", summary))."""
+    and one (g, ("S", summary)); or (g, ("L", lost)) when keeper ``g`` is gone (``_Lost``).
+    ``seen`` comes with a keeper's first level, which may start it."""
     for blobs, seen in records:
         if not blobs and seen is None:
             return
-        out, summary = _ask(ctx, g, ("expand", depth, blobs, seen))
+        try:
+            out, summary = _ask(ctx, g, ("expand", depth, blobs, seen), start=seen is not None)
+        except _Lost as e:
+            yield g, ("L", e.record)
+            return
         yield g, ("S", summary)
         for t, blob in out.items():
             yield t, ("E", blob)
@@ -442,15 +492,25 @@ def _expand_task(ctx: tuple, depth: int, g: int, records):
 def _dedup_task(ctx: tuple, depth: int, p: int, records):
     """Partition ``p`` of level ``depth``'s dedup stage: (generator, blob) records for the
     next level, (-1, summary) for each expand summary routed here, (-2, (p, new states, CPU
-    seconds, the keeper's token))."""
+    seconds, the keeper's token)), (-3, lost) for a keeper gone (its expand's or this one's:
+    keeper ``p`` was asked at the level it was handed its fingerprints, so it is never
+    started here)."""
     blobs = []
+    lost = False
     for _, (kind, v) in records:
         if kind == "S":
             yield -1, v
+        elif kind == "L":
+            lost = lost or v[0] == p
+            yield -3, v
         else:
             blobs.append(v)
-    if blobs:
-        out, n = _ask(ctx, p, ("dedup", depth, blobs))
+    if blobs and not lost:
+        try:
+            out, n = _ask(ctx, p, ("dedup", depth, blobs), start=False)
+        except _Lost as e:
+            yield -3, e.record
+            return
         yield -2, n
         yield from out.items()
 
@@ -468,20 +528,29 @@ def _start_keepers(sc, ctx: tuple) -> None:
 
 
 def _stop_keepers(sid: str) -> None:
-    """Stop every keeper of search ``sid`` on this host."""
+    """Stop every keeper of search ``sid`` on this host, each before the next (its
+    connection closes when its process has ended), and remove the sockets of keepers that
+    were killed (one that ends removes its own). Run when the search's jobs have ended."""
     d = _keeper_dir()
     for name in os.listdir(d):
         if name.startswith(sid + "-"):
             full = os.path.join(d, name)
             if name.endswith(".sock"):
                 s = _connect(full)
-                if s is not None:
-                    with s:
-                        try:
-                            _send(s, ("stop",))
-                            _recv(s)
-                        except (OSError, EOFError):
-                            pass
+                if s is None:
+                    try:
+                        os.unlink(full)
+                    except OSError:
+                        pass
+                    continue
+                with s:
+                    try:
+                        _send(s, ("stop",))
+                        _recv(s)
+                        s.settimeout(KEEPER_STOP)
+                        s.recv(1)       # b"" once the keeper's process has closed its end
+                    except (OSError, EOFError):
+                        pass
             elif name.endswith(".lock"):
                 try:
                     os.unlink(full)
@@ -539,6 +608,10 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
             sc.parallelize(range(nparts), nparts).foreach(lambda _: _stop_keepers(sid))
         except Exception:     # noqa: BLE001 -- a stopped context: its daemon's end stops them
             pass
+        try:                  # and this host's, whatever Spark did (a lost keeper's socket)
+            _stop_keepers(sid)
+        except (OSError, RuntimeError):
+            pass
         if own:
             spark.stop()
     res.seconds = time.monotonic() - start
@@ -591,6 +664,9 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 inbox = [([], None) for _ in range(nparts)]
                 new = 0
                 summaries = []
+                lost = sorted(v for k, v in got if k == -3)
+                if lost:
+                    raise KeeperLost(*lost[0], depth=depth, token=keepers.get(lost[0][0]))
                 for k, v in got:
                     if k >= 0:
                         inbox[k][0].append(v)
@@ -598,14 +674,14 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                         summaries.append(v)
                     else:
                         p, n, cpu, token = v
-                        _same_keeper(keepers, p, token)
+                        _same_keeper(keepers, p, token, depth)
                         new += n
                         work[p]["dedup_cpu"] += cpu
                 got = None
             firsts: dict[tuple, tuple] = {}
             for g, stats, f, counts, w, token in summaries:
                 if g != "driver":
-                    _same_keeper(keepers, g, token)
+                    _same_keeper(keepers, g, token, depth)
                 rss = w.pop("peak_rss_mb")
                 work[g].update(w)
                 work[g]["peak_rss_mb"] = max(work[g]["peak_rss_mb"], rss)
@@ -654,17 +730,38 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
     res.spark_work = {k: dict(w) for k, w in work.items()}
 
 
-def _same_keeper(keepers: dict, k: int, token: str) -> None:
+class KeeperLost(RuntimeError):
+    """A partition's keeper is gone mid-search (killed, say by the OOM killer or a user,
+    crashed, or the partition's task ran on another host than before): the partition's
+    visited fingerprints were only in it, so the search cannot go on (a new keeper would
+    count states again). One line for the CLI (``icecheck explore`` reports it as
+    INCONCLUSIVE, exit 1): which partition's keeper, what showed it, and what to do."""
+
+    def __init__(self, partition: int, host: str | None, what: str, *, depth: int,
+                 token: str | None = None):
+        self.partition, self.depth = partition, depth
+        pid = token.split(":", 1)[0] if token else None
+        where = ", ".join(x for x in ((f"pid {pid}" if pid else ""),
+                                      (f"on {host}" if host else "")) if x)
+        super().__init__(
+            f"spark-bfs: the keeper of partition {partition}{f' ({where})' if where else ''} "
+            f"was lost at depth {depth}: {what}. Its partition's visited fingerprints were "
+            "only in it, so the search cannot go on. Rerun it (spark-bfs has neither "
+            "--checkpoint/--resume nor --max-memory); if the OOM killer ended it (dmesg), "
+            "give the search more memory, or run --engine bfs with --max-memory MB "
+            "--checkpoint DIR, which stops cleanly and resumes")
+
+
+def _same_keeper(keepers: dict, k: int, token: str, depth: int) -> None:
     """Partition ``k`` is answered by the keeper that answered it before: another one (its
     task ran on another host, or the keeper died and a task started a new one) does not hold
     the partition's visited fingerprints, and would count states again."""
     if keepers.setdefault(k, token) != token:
-        raise RuntimeError(
-            f"spark-bfs: partition {k} lost its keeper (its task ran on another host, or the "
-            "keeper process ended and was started again), and with it the fingerprints it had "
-            "seen; the search stops rather than count states twice. Rerun it (on a cluster of "
-            "several hosts Spark does not promise to run a partition's tasks on one host: "
-            "docs/exhaustive.md)")
+        raise KeeperLost(k, None, "another keeper answered for it (its task ran on another "
+                                  "host, or the keeper ended and was started again; on a "
+                                  "cluster of several hosts Spark does not promise to run a "
+                                  "partition's tasks on one host: docs/exhaustive.md)",
+                         depth=depth, token=keepers[k])
 
 
 def _hand_over(here: _Keeper, mine: list, nparts: int) -> list:

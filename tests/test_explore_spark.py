@@ -5,7 +5,10 @@ Skipped with the reason when Java or pyspark is missing."""
 
 import os
 import pickle
+import select
 import shutil
+import signal
+import sys
 
 import pytest
 
@@ -16,7 +19,8 @@ if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
 
 from icecheck.engines.config import mix_config  # noqa: E402
 from icecheck.engines.explicit import Bounds, Expander, search, with_retries  # noqa: E402
-from icecheck.engines.spark_bfs import _Keeper, _keeper_dir, spark_search  # noqa: E402
+from icecheck.engines.spark_bfs import (KeeperLost, _Keeper, _keeper_dir,  # noqa: E402
+                                        spark_search)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +50,33 @@ LWW = ("spark-3.5-cow-serializable", 3, 1, ("insert",), 1, "last_writer_wins", 2
 
 def sockets():
     return set(os.listdir(_keeper_dir()))
+
+
+def processes_naming(text: str) -> list[int]:
+    """The pids of the live processes whose command line holds ``text`` (a keeper's holds its
+    socket's path, so its search's id)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        pids.append(int(d))
+            except OSError:
+                pass
+    return pids
+
+
+def kill_and_wait(pid: int, sig=signal.SIGKILL) -> None:
+    """SIGKILL ``pid`` (as the OOM killer does) and return once it has ended (a pidfd turns
+    readable then), so what a test does next meets a dead process, whatever the machine's
+    load."""
+    fd = os.pidfd_open(pid)
+    try:
+        os.kill(pid, sig)
+        assert select.select([fd], [], [], 120)[0], f"process {pid} did not end"
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.parametrize("conf,partitions,local_below", [
@@ -97,10 +128,97 @@ def test_a_lost_keeper_stops_the_search(spark):
             sid, k = mine[0][:-len(".sock")].rsplit("-", 1)
             _ask((sid, b"", 2), int(k), ("stop",))
 
-    with pytest.raises(RuntimeError, match="lost its keeper"):
+    with pytest.raises(KeeperLost, match=r"the keeper of partition \d \(pid \d+, on .+\) was "
+                       "lost at depth 2: no keeper of it answers on this host"):
         spark_search(cfg, spark=spark, partitions=2, traces=False, local_below=0,
                      progress=progress)
     assert sockets() <= before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux's /proc, pidfd")
+def test_a_killed_keeper_ends_the_cli_with_one_line_and_leaves_nothing(spark, monkeypatch):
+    """A keeper killed mid-search (SIGKILL, as the OOM killer sends; here after the second
+    level, a count): ``icecheck explore --engine spark-bfs`` ends with one INCONCLUSIVE line
+    naming the partition's keeper, that its visited fingerprints are lost, and what to do,
+    exit 1, no traceback; no keeper process nor socket of the search is left. The search is
+    the CLI's, on the module's session (the CLI would make and stop its own) with every level
+    in the keepers (the CLI's configurations this small run in the driver)."""
+    from click.testing import CliRunner
+
+    from icecheck.cli.main import main
+    from icecheck.engines import spark_bfs
+
+    real = spark_bfs.spark_search
+    before = sockets()
+    killed: list = []
+
+    def search_killing_a_keeper(cfg, progress=None, **kw):
+        def progress_then_kill(p):
+            progress(p)
+            if p["depth"] == 1:
+                sock = min(f for f in sockets() - before if f.endswith(".sock"))
+                sid, k = sock[:-len(".sock")].rsplit("-", 1)
+                [pid] = processes_naming(os.path.join(_keeper_dir(), sock))
+                kill_and_wait(pid)
+                killed.append((sid, int(k), pid))
+        kw.update(spark=spark, partitions=2, local_below=0)
+        return real(cfg, progress=progress_then_kill, **kw)
+
+    monkeypatch.setattr(spark_bfs, "spark_search", search_killing_a_keeper)
+    res = CliRunner().invoke(main, ["explore", "--engine", "spark-bfs", "--profile", MOR[0],
+                                    "--writers", "3", "--ops", "1", "--mix", "delete,update",
+                                    "--retries", "1"])
+    [(sid, k, pid)] = killed
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and not isinstance(res.exception, KeeperLost)
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith(f"INCONCLUSIVE: spark-bfs: the keeper of partition {k} (pid {pid}, "
+                           "on "), last
+    assert ("was lost at depth 2: its socket is left but no process answers it (killed or "
+            "crashed). Its partition's visited fingerprints were only in it, so the search "
+            "cannot go on. Rerun it") in last
+    assert "--max-memory MB --checkpoint DIR" in last
+    assert sockets() <= before, sockets() - before
+    assert processes_naming(sid) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux's /proc, pidfd")
+def test_a_keeper_killed_during_a_request_is_lost():
+    """The task's side of a keeper killed while it holds a request (the OOM killer strikes a
+    keeper busy expanding): the connection's end is ``_Lost`` (a record for the driver, not a
+    failed task), a later task finds its socket left and does not start a keeper without the
+    partition's fingerprints, and the end of the search removes the socket. A real keeper,
+    stopped (SIGSTOP) while the request is sent, so it is killed with the request unanswered;
+    and a keeper answering with another token is lost too (``_same_keeper``)."""
+    from icecheck.engines.spark_bfs import (_answer, _connect, _keeper, _Lost, _same_keeper,
+                                            _send, _sock_path, _stop_keepers)
+    import uuid
+    cfg = with_retries(mix_config(*MOR[:7]), MOR[7])
+    sid = "test" + uuid.uuid4().hex[:12]
+    ctx = (sid, pickle.dumps((cfg, True, True, Bounds(), True)), 1)
+    path = _sock_path(sid, 0)
+    try:
+        _keeper(ctx, 0).close()                   # starts a real keeper process
+        [pid] = processes_naming(path)
+        os.kill(pid, signal.SIGSTOP)
+        s = _connect(path)
+        _send(s, ("ping",))
+        kill_and_wait(pid)
+        with s, pytest.raises(_Lost) as lost:
+            _answer(s, 0)
+        assert lost.value.record[0] == 0 and "ended during a request" in lost.value.record[2]
+        with pytest.raises(_Lost, match="socket is left but no process answers it"):
+            _keeper(ctx, 0, start=False)
+        assert processes_naming(sid) == []         # no keeper started in its place
+    finally:
+        _stop_keepers(sid)
+    assert not any(f.startswith(sid) for f in sockets())
+    keepers: dict = {}
+    _same_keeper(keepers, 0, "41:a", 3)
+    _same_keeper(keepers, 0, "41:a", 4)
+    with pytest.raises(KeeperLost, match=r"partition 0 \(pid 41\) was lost at depth 5: another "
+                                          "keeper answered for it"):
+        _same_keeper(keepers, 0, "42:b", 5)
 
 
 def test_a_keeper_without_the_states_rebuilds_them_and_a_retried_dedup_repeats_itself():
