@@ -9,8 +9,9 @@ The figures are ratios of runs in this same benchmark (a busy machine moves them
 load average before and after each run, and each run's CPU seconds in the keepers (which a busy
 machine does not move): so a reader can tell a slow machine from a slow design.
 
-    python -m benchmarks.spark_bfs [--profile P --writers W --ops O --mix a,b --retries R]
-        [--no-large]
+    bin/benchmark spark-bfs [--profile P --writers W --ops O --mix a,b --retries R]
+        [--no-large]        # or python -m benchmarks.spark_bfs ..., in a venv with PySpark
+    bin/benchmark spark-bfs --markdown-only   # spark-bfs.md again from spark-bfs.json
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def markdown(doc: dict) -> str:
     md = ["# spark-bfs against one process", "",
           f"{doc['cores']} cores, shared with other developers' searches: each run's 1-minute "
           "load average before and after it is given. Regenerate: "
-          f"`{' '.join(['python -m benchmarks.spark_bfs'] + doc['argv'].split())}`.", "",
+          f"`{' '.join(['bin/benchmark spark-bfs'] + doc['argv'].split())}`.", "",
           "## Targets (issue 44, item 1)", "",
           "| target | measured | met |", "|---|---:|---|",
           f"| per executor core, at least {PER_CORE_TARGET} of one process's states/s "
@@ -197,7 +198,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="spark-3.5-cow-snapshot")
     ap.add_argument("--writers", type=int, default=3)
     ap.add_argument("--ops", type=int, default=2)
