@@ -140,6 +140,11 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
 @click.option("--no-por", is_flag=True, help="bfs/dfs: no partial-order reduction.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="bfs: worker processes (default: every core). Results do not depend on it.")
+@click.option("--split", is_flag=True,
+              help="bfs: one search per combination of the programs' alternatives (--mix's "
+                   "choices; engines/split.py), --workers of them at once: each holds a part "
+                   "of the states (--max-states and --max-memory bound each part). Same "
+                   "verdicts and shortest counterexamples; states are summed over the parts.")
 @click.option("--master", default=None,
               help="spark-bfs: Spark master, local[N] or a cluster URL (default: spark-submit's "
                    "--master when run by spark-submit, else local[*]).")
@@ -152,7 +157,7 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
             max_files=None, max_states=None, no_symmetry=False, no_por=False,
             workers=None, phantom_failures=False, writer_profile=(), master=None,
             partitions=None, max_memory=None, checkpoint_dir=None, resume=False,
-            checkpoint_every=None) -> None:
+            checkpoint_every=None, split=False) -> None:
     """Explore every interleaving and choice of commands of a generic configuration.
 
     Exit 1 if a property that must hold is violated (printing the minimal trace's timeline and
@@ -201,6 +206,9 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                properties, save_dir, as_json, strict, depth_option="--max-depth")
         return
     long_run = _long_run_options(engine, max_memory, checkpoint_dir, resume, checkpoint_every)
+    if split and (engine != "bfs" or checkpoint_dir is not None):
+        fail_input(InputError("splits the breadth-first search (--engine bfs), without "
+                              "--checkpoint (each part is a search of its own)", "--split"))
     if engine in ("bfs", "dfs", "spark-bfs"):
         options = {"--profile": profile, "--writer-profile": list(writer_profile),
                    "--writers": writers, "--ops": ops, "--mix": mix, "--keys": keys,
@@ -213,7 +221,8 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                        max_files=max_files, max_states=max_states, symmetry=not no_symmetry,
                        por=not no_por, workers=workers, time_budget=time_budget,
                        properties=properties, save_dir=save_dir, as_json=as_json, strict=strict,
-                       master=master, partitions=partitions, options=options, **long_run)
+                       master=master, partitions=partitions, options=options, split=split,
+                       **long_run)
         return
     progress, update = progress_bar(max_examples, f"exploring {cfg.name}")
     with progress:
@@ -232,7 +241,7 @@ _NOT_Z3 = {"max_memory": "bfs or dfs", "checkpoint_dir": "bfs", "resume": "bfs",
            "max_files": "bfs or dfs", "workers": "bfs", "no_symmetry": "bfs or dfs",
            "no_por": "bfs or dfs", "time_budget": "hypothesis, bfs, dfs or spark-bfs",
            "master": "spark-bfs", "partitions": "spark-bfs", "max_examples": "hypothesis",
-           "seed": "hypothesis", "hypothesis_profile": "hypothesis"}
+           "seed": "hypothesis", "hypothesis_profile": "hypothesis", "split": "bfs"}
 
 
 def _refuse_unused_by_z3(ctx: click.Context) -> None:
@@ -307,9 +316,11 @@ def report_result(result, saved: dict[str, str]) -> None:
 def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, symmetry, por,
                    workers, time_budget, properties, save_dir, as_json, strict=False,
                    master=None, partitions=None, options=None, max_memory=None,
-                   checkpoint_dir=None, resume=False, checkpoint_every=None) -> None:
+                   checkpoint_dir=None, resume=False, checkpoint_every=None,
+                   split=False) -> None:
     """``icecheck explore --engine bfs|dfs|spark-bfs``: exhaust the configuration within the
-    bounds."""
+    bounds (``split``: one BFS per combination of the programs' alternatives,
+    engines/split.py)."""
     from rich.live import Live
     from rich.text import Text
 
@@ -337,9 +348,11 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
             eta += f"  budget left {max(0.0, time_budget - p['elapsed']):.0f}s"
         level = (f" ({p['expanded']:,} expanded)" if p.get("expanded") is not None
                  and p["expanded"] < p["frontier"] else "")
-        line = (f"{engine}: {p['states']:,} states  {rate:,.0f} states/s  "
+        parts = (f"  parts done {p['parts'][0]}/{p['parts'][1]}" if p.get("parts") else "")
+        line = (f"{engine}{' --split' if split else ''}: {p['states']:,} states  "
+                f"{rate:,.0f} states/s  "
                 f"frontier {p['frontier']:,}{level}  depth {p['depth']}  "
-                f"{p['elapsed']:.1f}s{eta}")
+                f"{p['elapsed']:.1f}s{parts}{eta}")
         live.update(Text(line))
         plain.maybe(line)
 
@@ -351,6 +364,7 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
                                   "--engine spark-bfs"))
     from icecheck.engines.checkpoint import DEFAULT_EVERY, Checkpointer, CheckpointError
     from icecheck.engines.spark_bfs import KeeperLost
+    from icecheck.engines.split import PartLost
     checkpoint = None
     if checkpoint_dir is not None:
         checkpoint = Checkpointer(checkpoint_dir, resume=resume,
@@ -365,6 +379,11 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
                                       master=master, partitions=partitions,
                                       time_budget=time_budget, progress=progress,
                                       stop_on=frozenset(properties) or None)
+            elif split:
+                from icecheck.engines.split import split_search
+                result = split_search(cfg, symmetry=symmetry, por=por, workers=workers,
+                                      bounds=bounds, time_budget=time_budget,
+                                      progress=progress, stop_on=frozenset(properties) or None)
             else:
                 result = search(cfg, engine=engine, symmetry=symmetry, por=por,
                                 workers=workers, bounds=bounds, time_budget=time_budget,
@@ -374,9 +393,10 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         fail_input(InputError(str(e), e.option))
     except ValueError as e:
         fail_input(InputError(str(e), "--engine"))
-    except KeeperLost as e:
-        # a spark-bfs keeper killed mid-search (the OOM killer, a user): an engine that could
-        # not finish, one line and exit 1 like a cut search, never a traceback
+    except (KeeperLost, PartLost) as e:
+        # a spark-bfs keeper or a --split part's process killed mid-search (the OOM killer, a
+        # user): an engine that could not finish, one line and exit 1 like a cut search, never
+        # a traceback
         err.print(f"[bold red]INCONCLUSIVE[/]: {escape(str(e))}", markup=True)
         sys.exit(EXIT_FAILED)
     found = list(result.violations.values()) + list(result.allowed.values())

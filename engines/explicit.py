@@ -115,6 +115,7 @@ class Result:
     outcomes: set = field(default_factory=set)     # final-state outcome signatures
     symmetry_classes: list = field(default_factory=list)
     notes: list = field(default_factory=list)      # what the user should know about the run
+    parts: int = 1     # the searches it sums: >1 for a split search (engines/split.py)
 
     def note_symmetry(self, note: str) -> None:
         """The fingerprinter turned symmetry off (a group too large to enumerate)."""
@@ -154,6 +155,7 @@ class Result:
                        "max_memory_mb": self.bounds.max_memory_mb},
             "symmetry_classes": [[f"w{i}" for i in c] for c in self.symmetry_classes],
             "notes": list(self.notes),
+            "parts": self.parts,
             "states": self.states, "transitions": self.transitions,
             "enabled_transitions": self.enabled_transitions, "max_depth": self.max_depth,
             "seconds": round(self.seconds, 3), "states_per_s": round(self.states_per_s, 1),

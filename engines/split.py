@@ -47,8 +47,7 @@ import time
 from dataclasses import dataclass, replace
 
 from icecheck.engines.config import ExploreConfig
-from icecheck.engines.explicit import (BFS, Bounds, Progress, Result, Violation, attach_traces,
-                                       search)
+from icecheck.engines.explicit import BFS, Bounds, Progress, Result, attach_traces, search
 
 
 class PartLost(RuntimeError):
@@ -161,6 +160,7 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
     else:
         results = _parallel(todo, args, deadline, board, workers, cfg)
     res = merge(cfg, todo, results, symmetry=symmetry, por=por, workers=workers, bounds=bounds)
+    res.parts = len(todo)
     res.notes.insert(0, f"split search: {len(todo)} parts (one per combination of the programs' "
                         f"alternatives" + (f", {total} in all, one per class of interchangeable "
                                             f"writers' choices" if total != len(todo) else "")
@@ -235,21 +235,21 @@ def _serial(todo: list[Part], args, deadline, board: _Board) -> list[Result | No
     return results
 
 
-def _part_main(conn, parent: int, part: Part, args, deadline_left) -> None:
+def _part_main(conn, parent: int, part: Part, args, deadline_left, halt) -> None:
     """A part's process: search it, sending progress (at most a few lines a second) and then
-    its result. Ctrl-C is the parent's to handle: it tells the part to stop (SIGUSR1 here
-    raises KeyboardInterrupt, which the BFS turns into a partial result)."""
+    its result. Ctrl-C is the parent's to handle: it sets ``halt``, which the progress
+    callback (called by the BFS after every batch) turns into the KeyboardInterrupt the BFS
+    answers with a partial result. (An event, not a signal: a signal could reach the process
+    before it set a handler, or outside the search's own try.)"""
     from icecheck.engines.lifetime import die_with_parent
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
-
-    def interrupt(*_):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGUSR1, interrupt)
     deadline = None if deadline_left is None else time.monotonic() + deadline_left
     last = [0.0]
 
     def progress(info: dict) -> None:
+        if halt.is_set():
+            raise KeyboardInterrupt
         now = time.monotonic()
         if now - last[0] >= 0.25:
             last[0] = now
@@ -259,7 +259,7 @@ def _part_main(conn, parent: int, part: Part, args, deadline_left) -> None:
     try:
         res = _search_part(part, args, deadline, progress)
         conn.send(("done", res))
-    except BaseException as e:          # an input error, a model error: the parent re-raises
+    except Exception as e:              # an input error, a model error: the parent re-raises
         conn.send(("error", e))
     finally:
         conn.close()
@@ -272,68 +272,66 @@ def _parallel(todo: list[Part], args, deadline, board: _Board, workers: int,
 
     from icecheck.engines.lifetime import stop_all
     ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+    halt = ctx.Event()
     results: list[Result | None] = [None] * len(todo)
     pending = list(todo)
     running: dict = {}                  # conn -> (part, process)
-    stopping = False
+    why = None      # why the parts still running were told to stop (they say "interrupted")
     error: BaseException | None = None
 
     def launch(part: Part) -> None:
         conn, child = ctx.Pipe(duplex=False)
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        proc = ctx.Process(target=_part_main, args=(child, os.getpid(), part, args, left),
-                           daemon=True)
+        proc = ctx.Process(target=_part_main,
+                           args=(child, os.getpid(), part, args, left, halt), daemon=True)
         proc.start()
         child.close()
         running[conn] = (part, proc)
 
-    def interrupt_all() -> None:
-        for _, proc in running.values():
-            try:
-                os.kill(proc.pid, signal.SIGUSR1)
-            except ProcessLookupError:
-                pass
+    def take(conn) -> None:
+        nonlocal why, error
+        part, proc = running[conn]
+        try:
+            kind, payload = conn.recv()
+        except (EOFError, OSError):
+            proc.join()
+            kind, payload = "error", PartLost(
+                f"split search: the process searching part {part.index + 1} of "
+                f"{len(todo)} ({part.label(whole)}) ended without a result (exit code "
+                f"{proc.exitcode}: killed, or out of memory?); rerun, with a lower "
+                f"--workers (fewer parts at once) or --max-memory to stop cleanly")
+        if kind == "progress":
+            board.update(part.index, payload)
+            return
+        del running[conn]
+        conn.close()
+        proc.join()
+        if kind == "error":
+            error = error or payload
+            why = why or "error"
+            halt.set()
+            board.finished(part.index, None)
+            return
+        if why and payload.stopped == "interrupted":
+            payload.stopped = why           # stopped by us, for that reason
+        results[part.index] = payload
+        board.finished(part.index, payload)
+        if _stops(payload) and not why:
+            why = payload.stopped
+            halt.set()
 
     try:
         while pending or running:
-            while pending and not stopping and len(running) < workers:
-                launch(pending.pop(0))
-            if not running:
-                break
             try:
-                ready = wait(list(running))
-            except KeyboardInterrupt:
-                stopping = True
-                interrupt_all()
-                continue
-            for conn in ready:
-                part, proc = running[conn]
-                try:
-                    kind, payload = conn.recv()
-                except (EOFError, OSError):
-                    proc.join()
-                    kind, payload = "error", PartLost(
-                        f"split search: the process searching part {part.index + 1} of "
-                        f"{len(todo)} ({part.label(whole)}) ended without a result (exit code "
-                        f"{proc.exitcode}: killed, or out of memory?); rerun, with a lower "
-                        f"--workers (fewer parts at once) or --max-memory to stop cleanly")
-                if kind == "progress":
-                    board.update(part.index, payload)
-                    continue
-                del running[conn]
-                conn.close()
-                proc.join()
-                if kind == "error":
-                    error = error or payload
-                    stopping = True
-                    interrupt_all()
-                    board.finished(part.index, None)
-                    continue
-                results[part.index] = payload
-                board.finished(part.index, payload)
-                if _stops(payload) and not stopping:
-                    stopping = True
-                    interrupt_all()
+                while pending and not why and len(running) < workers:
+                    launch(pending.pop(0))
+                if not running:
+                    break
+                for conn in wait(list(running)):
+                    take(conn)
+            except KeyboardInterrupt:       # Ctrl-C: every part stops, with what it found
+                why = why or "interrupted"
+                halt.set()
     finally:
         stop_all([proc for _, proc in running.values()])
     if error is not None:
@@ -369,7 +367,9 @@ def merge(cfg: ExploreConfig, todo: list[Part], results: list[Result | None], *,
         for o in r.outcomes:
             res.outcomes |= _renormal(o, part_classes, full_classes)
         res.complete = res.complete and r.complete
-        if r.stopped and res.stopped is None:
+        # the whole's reason: the first part's that stopped the whole (time budget, interrupt,
+        # memory), else the first part's (max states, a property found)
+        if r.stopped and (res.stopped is None or _stops(r) and not _stops(res)):
             res.stopped = r.stopped
         if not r.symmetry and symmetry:
             res.symmetry = False

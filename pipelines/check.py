@@ -92,7 +92,6 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
             details: bool = True) -> Outcome:
     """Explore ``p`` and judge each anomaly. ``details``: work out each anomaly's inevitable
     step (a bounded search per anomaly); mitigation checks skip it."""
-    from icecheck.engines.explicit import Bounds, search
     from icecheck.scenarios.errors import InputError
     start = time.monotonic()
     say = progress or (lambda m: None)
@@ -101,8 +100,8 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
     found: list[Anomaly] = []
     if p.search == "exhaustive":
         try:
-            res = search(p.config, engine="bfs", bounds=Bounds(max_states=p.max_states),
-                         traces=True, time_budget=time_budget, progress=_bfs_progress(say))
+            res = exhaustive(p, p.config, time_budget=time_budget,
+                             progress=_bfs_progress(say))
         except InputError as e:
             if e.path != "the configuration":
                 raise
@@ -116,12 +115,14 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
                   for v in sorted(res.allowed.values(), key=lambda v: _RANK[v.property])
                   if v.property not in res.violations]
         if res.complete:
-            return Outcome(f"{EXHAUSTIVE}: {res.states:,} states, every interleaving and "
-                           f"choice", True, res.states, found,
+            return Outcome(f"{EXHAUSTIVE}: {res.states:,} states"
+                           + (f" (summed over {res.parts} parts, one per combination of the "
+                              "jobs' template alternatives)" if res.parts > 1 else "")
+                           + ", every interleaving and choice", True, res.states, found,
                            seconds=time.monotonic() - start, stuck=_stuck(p, res.outcomes),
                            warnings=_warnings(p, res.reached))
-        why = ("its next level would pass bounds.max_states="
-               f"{p.max_states:,}" if res.stopped in (None, "max states")
+        why = (("a part's" if p.split else "its") + " next level would pass "
+               f"bounds.max_states={p.max_states:,}" if res.stopped in (None, "max states")
                else f"stopped: {res.stopped}")
         cut = (f"the exhaustive search stopped at {res.states:,} states ({why}), so an "
                f"absence of anomalies is not proven; raise bounds.max_states, or set "
@@ -285,7 +286,6 @@ def stale_acceptances(p: Pipeline, outcome: Outcome) -> list:
     baseline entries; so does the gate."""
     from dataclasses import replace as dc_replace
 
-    from icecheck.engines.explicit import Bounds, search
     used = {(a.property, a.reason) for a in outcome.anomalies if a.verdict == ACCEPTED}
     live = [a for a in p.acceptances if not a.expired]
     stale = []
@@ -296,13 +296,27 @@ def stale_acceptances(p: Pipeline, outcome: Outcome) -> list:
             continue    # a cut search proves nothing either way
         names = [n for n, _ in p.jobs]
         others = tuple(a.entry(names) for a in live if a is not acc)
-        res = search(dc_replace(p.config, accepted=others), engine="bfs",
-                     bounds=Bounds(max_states=p.max_states), traces=True,
-                     stop_on=frozenset({acc.anomaly}))
+        res = exhaustive(p, dc_replace(p.config, accepted=others),
+                         stop_on=frozenset({acc.anomaly}))
         v = res.violations.get(acc.anomaly)
         if v is None or v.trace is None or not _covers(p, acc, v.trace):
             stale.append(acc)
     return stale
+
+
+def exhaustive(p: Pipeline, cfg, *, time_budget: float | None = None, progress=None,
+               stop_on: frozenset[str] | None = None):
+    """The exhaustive search of ``cfg`` (``p``'s configuration, or an edit of it) within
+    ``p``'s bounds: one BFS, or with ``bounds.split`` one per combination of the jobs'
+    template alternatives, as many at once as the machine has cores (engines/split.py)."""
+    from icecheck.engines.explicit import Bounds, search
+    bounds = Bounds(max_states=p.max_states)
+    if p.split:
+        from icecheck.engines.split import split_search
+        return split_search(cfg, workers=os.cpu_count() or 1, bounds=bounds,
+                            time_budget=time_budget, progress=progress, stop_on=stop_on)
+    return search(cfg, engine="bfs", bounds=bounds, traces=True, time_budget=time_budget,
+                  progress=progress, stop_on=stop_on)
 
 
 def _covers(p: Pipeline, acc, trace: dict) -> bool:
@@ -322,7 +336,9 @@ def checked_lines(p: Pipeline, outcome: Outcome) -> list[str]:
     from icecheck.properties.violation import PROPERTIES
     lines = [f"- exploration: {outcome.how}",
              f"- properties judged: {', '.join(PROPERTIES)}",
-             f"- bounds: max_states {p.max_states:,}, search {p.search}"
+             f"- bounds: max_states {p.max_states:,}" + (" per part" if p.split else "")
+             + f", search {p.search}" + (" split by the jobs' template alternatives"
+                                         if p.split else "")
              + (f", max_examples {p.max_examples}, seed {p.seed}"
                 if p.search == "sample" or outcome.inconclusive else "")
              + (f", clock ticks {p.config.ticks}" if p.config.ticks else ""),

@@ -27,7 +27,7 @@ TOP_KEYS = {"name", "table", "catalog", "domain", "initial_rows", "key", "jobs",
             "schedule", "accept", "profiles"}
 JOB_KEYS = {"name", "profile", "program", "sink", "write_options", "client"}
 SINK_KEYS = {"restarts", "restart"}
-BOUND_KEYS = {"max_states", "max_examples", "seed", "search", "ticks"}
+BOUND_KEYS = {"max_states", "max_examples", "seed", "search", "ticks", "split"}
 ACCEPT_KEYS = {"anomaly", "jobs", "reason", "until"}
 #: bounds.search: ``exhaustive`` (the default) proves an absence or ends INCONCLUSIVE when the
 #: bound cuts it; ``sample`` asks for Hypothesis sampling only (absence not proven)
@@ -69,6 +69,9 @@ class Pipeline:
     search: str = "exhaustive"          # bounds.search (SEARCH_MODES)
     acceptances: tuple[Acceptance, ...] = ()
     schedule: tuple[tuple[str, str, str], ...] = ()   # (kind, job, job), as written
+    # bounds.split: the exhaustive search split by the jobs' template alternatives, a part
+    # per combination, the parts on every core (engines/split.py); max_states bounds each
+    split: bool = False
 
     def job_of(self, writer: str) -> str:
         """The job name of writer ``w{i}``."""
@@ -485,6 +488,13 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
     if search not in SEARCH_MODES:
         raise InputError(f"bounds.search must be one of {', '.join(SEARCH_MODES)}, not "
                          f"{search!r}", path, _line(bounds, "search"))
+    split = bounds.get("split", False)
+    if not isinstance(split, bool):
+        raise InputError(f"bounds.split must be true or false, not {split!r}", path,
+                         _line(bounds, "split"))
+    if split and search != "exhaustive":
+        raise InputError("bounds.split splits the exhaustive search; it does not go with "
+                         "bounds.search: sample", path, _line(bounds, "split"))
     names = [n for n, _ in jobs]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
@@ -503,4 +513,4 @@ def load_pipeline(path: str, today: datetime.date | None = None) -> Pipeline:
                     _int(bounds, "max_states", 200_000, 1, 10_000_000, path, "bounds"),
                     _int(bounds, "max_examples", 500, 1, 1_000_000, path, "bounds"),
                     _int(bounds, "seed", 0, 0, 2**32 - 1, path, "bounds"),
-                    search, acceptances, written)
+                    search, acceptances, written, split)

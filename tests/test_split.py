@@ -178,3 +178,35 @@ def test_a_part_whose_process_dies_stops_the_search_with_a_message(monkeypatch):
     with pytest.raises(split.PartLost, match=r"part 2 of 4 \(w1.1=DELETE, w2.1=DELETE, "
                                              r"w3.1=UPDATE#1\) ended without a result"):
         split_search(CONFIGS[0], workers=2, traces=False)
+
+
+def _with_bounds(tmp_path, bounds: str) -> str:
+    text = open("examples/flink-cdc-append-compaction.yaml").read()
+    path = tmp_path / "split.yaml"
+    path.write_text(text + f"bounds: {bounds}\n")
+    return str(path)
+
+
+def test_a_pipeline_asks_for_the_split_in_its_bounds(tmp_path):
+    from icecheck.pipelines.check import explore
+    split = load_pipeline(_with_bounds(tmp_path, "{split: true}"))
+    whole = load_pipeline("examples/flink-cdc-append-compaction.yaml")
+    assert split.split and not whole.split
+    a, b = explore(whole, details=False), explore(split, details=False)
+    assert [(x.property, x.verdict) for x in a.anomalies] == \
+        [(x.property, x.verdict) for x in b.anomalies]
+    assert a.complete and b.complete
+    assert "summed over 2 parts" in b.how and "parts" not in a.how
+
+
+@pytest.mark.parametrize("bounds, message", [
+    ("{split: yes please}", "bounds.split must be true or false, not 'yes please'"),
+    ("{split: true, search: sample}", "bounds.split splits the exhaustive search"),
+])
+def test_a_malformed_split_bound_names_the_file_and_line(tmp_path, bounds, message):
+    from icecheck.scenarios.errors import InputError
+    path = _with_bounds(tmp_path, bounds)
+    with pytest.raises(InputError) as e:
+        load_pipeline(path)
+    assert message in str(e.value) and "split.yaml" in str(e.value)
+    assert e.value.line == len(open(path).read().splitlines())
