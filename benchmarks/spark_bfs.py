@@ -2,8 +2,10 @@
 ``local[1]`` and ``local[2]`` beside the local one-process BFS on the same configuration, with
 identical state counts, transitions, verdicts and counterexamples checked; then one process
 bounded to the memory the largest ``local[2]`` keeper needed (plus a tenth), which stops short
-of the end the keepers reached (unless ``--no-large``). Writes reports/spark-bfs.{json,md}
-together (atomic).
+of the end the keepers reached (unless ``--no-large``); and the split search on Spark
+(``--engine spark-bfs --split``, engines/split.py: a task per combination of the programs'
+alternatives) on ``local[1]`` and ``local[2]`` (unless ``--no-split``). Writes
+reports/spark-bfs.{json,md} together (atomic).
 
 The figures are ratios of runs in this same benchmark (a busy machine moves them all), with the
 load average before and after each run, and each run's CPU seconds in the keepers (which a busy
@@ -96,6 +98,47 @@ def speedup(cfg, masters: list[str]) -> dict:
     return {"config": cfg.name, "rows": rows}
 
 
+def split_speedup(cfg, masters: list[str], one: dict) -> dict:
+    """The split search (engines/split.py: a Spark task per combination of the programs'
+    alternatives, each a one-process BFS) on each master, against ``one``, the one-process
+    BFS's row of ``speedup``. Its verdicts, shortest counterexample lengths and final
+    outcomes are checked against the one-process search's (it searches the states before a
+    choice once per part, so its state count is a sum: its speed is given as the whole
+    search's distinct states over its seconds, what the user waits for)."""
+    from icecheck.engines.split import split_search
+    from icecheck.sweep.distributed import spark_session
+    whole = search(cfg, engine="bfs", workers=1, traces=False)
+    rows = []
+    for m in masters:
+        spark = spark_session(m, app="icecheck-bench-split")
+        try:
+            load = _load()
+            t = time.monotonic()
+            r = split_search(cfg, spark=spark, traces=False)
+            seconds = time.monotonic() - t
+        finally:
+            spark.stop()
+        same = ({p: v.depth for p, v in r.violations.items()},
+                {p: v.depth for p, v in r.allowed.items()}, r.outcomes, r.final_states) == \
+            ({p: v.depth for p, v in whole.violations.items()},
+             {p: v.depth for p, v in whole.allowed.items()}, whole.outcomes, whole.final_states)
+        if not same or not r.complete:
+            raise SystemExit(f"the split search on {m} disagrees with bfs: "
+                             f"{sorted(r.violations)} vs {sorted(whole.violations)}")
+        cores = int(m[len("local["):-1]) if m.startswith("local[") else None
+        rows.append({"engine": f"split, spark {m}", "cores": cores, "parts": r.parts,
+                     "states_searched": r.states, "states": whole.states,
+                     "seconds": round(seconds, 2), "load_before": load,
+                     "load_after": _load()})
+    rate = one["states"] / one["seconds"]
+    base = rows[0]["seconds"]
+    for row in rows:
+        row["states_per_s"] = round(row["states"] / row["seconds"], 1)
+        row["per_core_vs_bfs"] = round(row["states_per_s"] / row["cores"] / rate, 3)
+        row["speedup_vs_local1"] = round(base / row["seconds"], 2)
+    return {"config": cfg.name, "rows": rows}
+
+
 def _bounded_one_process(spec: tuple, max_memory_mb: int) -> dict:
     """The one-process BFS of ``spec`` bounded to ``max_memory_mb``, in a fresh interpreter
     (this one already holds the memory of the runs before it)."""
@@ -149,6 +192,17 @@ def markdown(doc: dict) -> str:
           f"{'yes' if l2['per_core_vs_bfs'] >= PER_CORE_TARGET else 'no'} |",
           f"| local[2] at least {SPEEDUP_TARGET}x local[1] | {l2['speedup_vs_local1']} | "
           f"{'yes' if l2['speedup_vs_local1'] >= SPEEDUP_TARGET else 'no'} |"]
+    split = {r["engine"]: r for r in (doc.get("split") or {}).get("rows", [])}
+    s1, s2 = split.get("split, spark local[1]"), split.get("split, spark local[2]")
+    if s1 and s2:
+        md += [f"| the split search (`--split`), per executor core, local[1] | "
+               f"{s1['per_core_vs_bfs']} | "
+               f"{'yes' if s1['per_core_vs_bfs'] >= PER_CORE_TARGET else 'no'} |",
+               f"| the same, local[2] | {s2['per_core_vs_bfs']} | "
+               f"{'yes' if s2['per_core_vs_bfs'] >= PER_CORE_TARGET else 'no'} |",
+               f"| the split search, local[2] at least {SPEEDUP_TARGET}x local[1] | "
+               f"{s2['speedup_vs_local1']} | "
+               f"{'yes' if s2['speedup_vs_local1'] >= SPEEDUP_TARGET else 'no'} |"]
     if doc.get("large"):
         g = doc["large"]
         sp, op = g["spark"], g["one_process"]
@@ -182,6 +236,26 @@ def markdown(doc: dict) -> str:
         md.append(f"* {r['engine']}: " + "; ".join(
             f"{k['partition']}: {k['states']:,} ({k['rebuilt']:,}), {k['verdicts']:,}, "
             f"{k['cpu_s']} s, {k['peak_rss_mb']:,.0f} MB" for k in r["keepers"]))
+    if doc.get("split"):
+        sp = doc["split"]
+        md += ["", f"## The split search on Spark: {sp['config']}", "",
+               "`--engine spark-bfs --split` (engines/split.py): one Spark task per "
+               "combination of the programs' alternatives (up to interchangeable writers), "
+               "each a one-process BFS in a Spark Python worker; nothing crosses between "
+               "tasks until their results are merged. Same verdicts, shortest counterexample "
+               "lengths, final outcomes and final-state count as the one-process BFS "
+               "(checked). States searched is a sum over the parts (a state reached before a "
+               "writer chose is searched in each of its parts); states/s is the whole "
+               "search's distinct states over the seconds, what a user waits for, and per core "
+               "compares that with the one-process BFS above.", "",
+               "| engine | parts | states searched | distinct states | seconds | states/s | "
+               "per core vs 1 process | speedup vs local[1] | load before/after |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in sp["rows"]:
+            md.append(f"| {r['engine']} | {r['parts']} | {r['states_searched']:,} | "
+                      f"{r['states']:,} | {r['seconds']} | {r['states_per_s']:,.0f} | "
+                      f"{r['per_core_vs_bfs']} | {r['speedup_vs_local1']} | "
+                      f"{r['load_before']} / {r['load_after']} |")
     if doc.get("large"):
         g = doc["large"]
         sp, op = g["spark"], g["one_process"]
@@ -205,6 +279,8 @@ def main(argv=None) -> int:
     ap.add_argument("--mix", default="delete,insert")
     ap.add_argument("--retries", type=int, default=0)
     ap.add_argument("--no-large", action="store_true")
+    ap.add_argument("--no-split", action="store_true",
+                    help="leave out the split search's rows (--engine spark-bfs --split)")
     ap.add_argument("--out", default="reports")
     ap.add_argument("--markdown-only", action="store_true",
                     help="rewrite spark-bfs.md from the spark-bfs.json in --out (no runs)")
@@ -219,6 +295,9 @@ def main(argv=None) -> int:
     spec = (a.profile, a.writers, a.ops, a.mix, a.retries)
     doc = {"cores": os.cpu_count(), "argv": " ".join(sys.argv[1:] if argv is None else argv),
            "speedup": speedup(_cfg(*spec), ["local[1]", "local[2]"])}
+    if not a.no_split:
+        doc["split"] = split_speedup(_cfg(*spec), ["local[1]", "local[2]"],
+                                     doc["speedup"]["rows"][0])
     if not a.no_large:
         doc["large"] = large(spec, doc["speedup"]["rows"][-1])
     md = markdown(doc)

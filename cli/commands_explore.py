@@ -144,7 +144,8 @@ def progress_bar(total: int, description: str) -> tuple[Progress, callable]:
               help="bfs: one search per combination of the programs' alternatives (--mix's "
                    "choices; engines/split.py), --workers of them at once: each holds a part "
                    "of the states (--max-states and --max-memory bound each part). Same "
-                   "verdicts and shortest counterexamples; states are summed over the parts.")
+                   "verdicts and shortest counterexamples; states are summed over the parts. "
+                   "spark-bfs: each part a Spark task, on --master.")
 @click.option("--master", default=None,
               help="spark-bfs: Spark master, local[N] or a cluster URL (default: spark-submit's "
                    "--master when run by spark-submit, else local[*]).")
@@ -206,9 +207,11 @@ def explore(engine, profile, writers, ops, mix, keys, catalog, format_version, f
                properties, save_dir, as_json, strict, depth_option="--max-depth")
         return
     long_run = _long_run_options(engine, max_memory, checkpoint_dir, resume, checkpoint_every)
-    if split and (engine != "bfs" or checkpoint_dir is not None):
-        fail_input(InputError("splits the breadth-first search (--engine bfs), without "
-                              "--checkpoint (each part is a search of its own)", "--split"))
+    if split and (engine not in ("bfs", "spark-bfs") or checkpoint_dir is not None
+                  or partitions is not None):
+        fail_input(InputError("splits the breadth-first search (--engine bfs, or spark-bfs: "
+                              "a Spark task per part), without --checkpoint or --partitions "
+                              "(each part is a search of its own)", "--split"))
     if engine in ("bfs", "dfs", "spark-bfs"):
         options = {"--profile": profile, "--writer-profile": list(writer_profile),
                    "--writers": writers, "--ops": ops, "--mix": mix, "--keys": keys,
@@ -373,17 +376,18 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
                                                                 highlight=False))
     try:
         with live:
-            if engine == "spark-bfs":
+            if split:
+                from icecheck.engines.split import split_search
+                result = split_search(cfg, symmetry=symmetry, por=por, workers=workers,
+                                      bounds=bounds, time_budget=time_budget,
+                                      progress=progress, stop_on=frozenset(properties) or None,
+                                      on_spark=engine == "spark-bfs", master=master)
+            elif engine == "spark-bfs":
                 from icecheck.engines.spark_bfs import spark_search
                 result = spark_search(cfg, symmetry=symmetry, por=por, bounds=bounds,
                                       master=master, partitions=partitions,
                                       time_budget=time_budget, progress=progress,
                                       stop_on=frozenset(properties) or None)
-            elif split:
-                from icecheck.engines.split import split_search
-                result = split_search(cfg, symmetry=symmetry, por=por, workers=workers,
-                                      bounds=bounds, time_budget=time_budget,
-                                      progress=progress, stop_on=frozenset(properties) or None)
             else:
                 result = search(cfg, engine=engine, symmetry=symmetry, por=por,
                                 workers=workers, bounds=bounds, time_budget=time_budget,

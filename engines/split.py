@@ -142,12 +142,19 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
                  workers: int = 1, bounds: Bounds = Bounds(),
                  time_budget: float | None = None, progress: Progress | None = None,
                  traces: bool = True, stop_on: frozenset[str] | None = None,
-                 evaluate: bool = True) -> Result:
+                 evaluate: bool = True, on_spark: bool = False, spark=None,
+                 master: str | None = None) -> Result:
     """Search every part of ``cfg`` (``parts``), ``workers`` at a time (each a one-process
     BFS, in a process of its own when ``workers`` > 1), and merge their results in part
-    order. A configuration without alternatives is one part: the plain search."""
+    order. A configuration without alternatives is one part: the plain search.
+
+    ``on_spark`` (or ``spark`` given): each part is a Spark task, on ``spark`` (a SparkSession,
+    kept running) or on a session made for ``master`` (None: spark-submit's, else local[*])
+    and stopped at the end, as many at once as the cluster's default
+    parallelism (``_on_spark``); ``workers`` is not used."""
     todo, total = parts(cfg, symmetry)
-    if len(todo) <= 1:
+    on_spark = on_spark or spark is not None
+    if len(todo) <= 1 and not on_spark:
         return search(cfg, engine=BFS, symmetry=symmetry, por=por, workers=workers,
                       bounds=bounds, time_budget=time_budget, progress=progress,
                       traces=traces, stop_on=stop_on, evaluate=evaluate)
@@ -155,12 +162,28 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
     deadline = start + time_budget if time_budget is not None else None
     board = _Board(len(todo), start, progress)
     args = (symmetry, por, bounds, stop_on, evaluate)
-    if workers <= 1:
+    if on_spark:
+        own = spark is None
+        if own:
+            from icecheck.sweep.distributed import spark_session
+            spark = spark_session(master, app="icecheck-split")
+        try:
+            workers = max(1, spark.sparkContext.defaultParallelism)
+            results = _on_spark(todo, args, deadline, board, spark, cfg)
+            where = f"spark master {spark.sparkContext.master}"
+        finally:
+            if own:
+                spark.stop()
+    elif workers <= 1:
         results = _serial(todo, args, deadline, board)
     else:
         results = _parallel(todo, args, deadline, board, workers, cfg)
     res = merge(cfg, todo, results, symmetry=symmetry, por=por, workers=workers, bounds=bounds)
     res.parts = len(todo)
+    if on_spark:
+        from icecheck.engines.explicit import SPARK_BFS
+        res.engine = SPARK_BFS
+        res.notes.append(f"{where}: each part a Spark task, {workers} at once")
     res.notes.insert(0, f"split search: {len(todo)} parts (one per combination of the programs' "
                         f"alternatives" + (f", {total} in all, one per class of interchangeable "
                                             f"writers' choices" if total != len(todo) else "")
@@ -336,6 +359,83 @@ def _parallel(todo: list[Part], args, deadline, board: _Board, workers: int,
         stop_all([proc for _, proc in running.values()])
     if error is not None:
         raise error
+    return results
+
+
+def run_part_blob(blob: bytes) -> bytes:
+    """A Spark task's work (``_on_spark``, through ``sweep.distributed.cell_task``, which
+    ships the code to a cluster's workers): one part's search, its result pickled. The
+    deadline travels as a wall-clock time (a task may start after others end)."""
+    import pickle
+    part, args, deadline_at = pickle.loads(blob)
+    deadline = None
+    if deadline_at is not None:
+        deadline = time.monotonic() + max(0.0, deadline_at - time.time())
+    return pickle.dumps(_search_part(part, args, deadline, None))
+
+
+def _on_spark(todo: list[Part], args, deadline, board: _Board, spark,
+              whole: ExploreConfig) -> list[Result | None]:
+    """The parts as Spark tasks: a one-task job per part, as many jobs at once as the
+    cluster's default parallelism (each from a thread of this driver), so that results come
+    back part by part (the progress line counts them; Ctrl-C keeps the parts done). A part's
+    task runs the same one-process BFS as ``_serial`` does, in a Spark Python worker."""
+    import pickle
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+    from concurrent.futures import wait as wait_futures
+
+    from icecheck.sweep.distributed import SHIPPED_CONF, cell_task
+    sc = spark.sparkContext
+    task = cell_task(spark.conf.get(SHIPPED_CONF, None) or None,
+                     entry="icecheck.engines.split:run_part_blob")
+    deadline_at = None if deadline is None else time.time() + (deadline - time.monotonic())
+    at_once = max(1, sc.defaultParallelism)
+    results: list[Result | None] = [None] * len(todo)
+
+    def job(part: Part) -> Result:
+        blob = pickle.dumps((part, args, deadline_at))
+        return pickle.loads(sc.parallelize([blob], 1).map(task).collect()[0])
+
+    pool = ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="icecheck-split")
+    pending: dict = {}
+    queue = list(todo)
+    why = None
+    try:
+        while queue or pending:
+            try:
+                while queue and not why and len(pending) < at_once:
+                    part = queue.pop(0)
+                    pending[pool.submit(job, part)] = part
+                if not pending:
+                    break
+                done, _ = wait_futures(list(pending), timeout=0.5,
+                                       return_when=FIRST_COMPLETED)
+                for fut in done:
+                    part = pending.pop(fut)
+                    try:
+                        res = fut.result()
+                    except Exception as e:
+                        if why == "interrupted":       # cancelled by us
+                            continue
+                        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+                        raise PartLost(
+                            f"split search: the Spark task searching part {part.index + 1} of "
+                            f"{len(todo)} ({part.label(whole)}) failed: {first[:300]}; rerun "
+                            f"(with more executor memory if it ran out)") from None
+                    if why and res.stopped == "interrupted":
+                        res.stopped = why
+                    results[part.index] = res
+                    board.finished(part.index, res)
+                    if _stops(res) and not why:
+                        why = res.stopped
+                board._show()
+            except KeyboardInterrupt:          # Ctrl-C: the parts done stand
+                why = "interrupted"
+                sc.cancelAllJobs()
+    finally:
+        if why == "interrupted" or any(f.running() for f in pending):
+            sc.cancelAllJobs()
+        pool.shutdown(wait=False, cancel_futures=True)
     return results
 
 

@@ -125,8 +125,8 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
                f"bounds.max_states={p.max_states:,}" if res.stopped in (None, "max states")
                else f"stopped: {res.stopped}")
         cut = (f"the exhaustive search stopped at {res.states:,} states ({why}), so an "
-               f"absence of anomalies is not proven; raise bounds.max_states, or set "
-               f"bounds.search: sample to ask for sampling")
+               f"absence of anomalies is not proven; raise bounds.max_states"
+               + _split_hint(p) + ", or set bounds.search: sample to ask for sampling")
         say(cut + f"; sampling with Hypothesis ({p.max_examples} runs, seed {p.seed}) to "
                   f"look for anomalies meanwhile")
     from icecheck.engines.hypothesis_engine import explore as hyp
@@ -302,6 +302,20 @@ def stale_acceptances(p: Pipeline, outcome: Outcome) -> list:
         if v is None or v.trace is None or not _covers(p, acc, v.trace):
             stale.append(acc)
     return stale
+
+
+def _split_hint(p: Pipeline) -> str:
+    """For a cut search of a file whose jobs have template alternatives and that does not
+    split yet: how ``bounds.split`` would divide it (engines/split.py)."""
+    if p.split:
+        return ""
+    from icecheck.engines.split import parts
+    n = len(parts(p.config)[0])
+    if n < 2:
+        return ""
+    return (f", or set bounds.split: true (the search split into {n} parts, one per "
+            f"combination of the jobs' template alternatives, each holding a share of the "
+            f"states and bounded by max_states, as many at once as there are cores)")
 
 
 def exhaustive(p: Pipeline, cfg, *, time_budget: float | None = None, progress=None,

@@ -75,8 +75,11 @@ def build_wheel(dest_dir: str) -> str:
     return os.path.join(dest_dir, sorted(wheels)[-1])
 
 
-def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
-    """The function each Spark task runs on a cell's JSON. With ``shipped`` (the name of the
+def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None,
+              entry: str = "icecheck.sweep.runner:run_cell_json"):
+    """The function each Spark task runs on a cell's JSON (``entry``, ``module:function``:
+    the sweep's cell runner, or another task's, e.g. a split search's part,
+    ``engines/split.py``). With ``shipped`` (the name of the
     wheel added with ``SparkContext.addFile``), the task first unpacks that wheel once per
     worker machine into a directory named by its content hash (atomically: unpacked aside, then
     renamed) and puts it first on ``sys.path``: an unpacked wheel is an installed package, so its
@@ -84,7 +87,8 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
     ``sys.path`` would not give. The function is nested so that cloudpickle sends it by value:
     the worker needs nothing of icecheck to run it."""
 
-    def task(cell_json: str) -> str:
+    def task(cell_json):
+        import importlib as _importlib
         import os as _os
 
         compiled = None
@@ -117,12 +121,13 @@ def cell_task(shipped: str | None, locate: Callable[[str], str] | None = None):
             # a worker that inherited ICECHECK_COMPILED=1 from a local driver runs that source
             # rather than refusing to start
             compiled = _os.environ.pop("ICECHECK_COMPILED", None)
+        module, _, name = entry.partition(":")
         try:
-            from icecheck.sweep.runner import run_cell_json
+            run = getattr(_importlib.import_module(module), name)
         finally:
             if compiled is not None:
                 _os.environ["ICECHECK_COMPILED"] = compiled
-        return run_cell_json(cell_json)
+        return run(cell_json)
 
     return task
 

@@ -266,3 +266,50 @@ def test_local_session_listens_on_loopback_only(spark):
     from _net_util import is_loopback, jvm_pid, listening
     addrs = listening(jvm_pid(spark))
     assert addrs and all(is_loopback(a) for a in addrs), addrs
+
+
+def test_split_on_spark_equals_the_local_split(spark):
+    """``--engine spark-bfs --split``: each part a Spark task (engines/split.py ``_on_spark``),
+    the same merged result as the parts searched in this process, in part order."""
+    from icecheck.engines.split import split_search
+    cfg = with_retries(mix_config("spark-3.5-cow-serializable", 2, 2, ("delete", "update"), 1),
+                       1)
+    here = split_search(cfg, workers=1, traces=False)
+    there = split_search(cfg, spark=spark, traces=False)
+    assert there.engine == "spark-bfs" and there.parts == here.parts > 1
+    assert summary(there) == summary(here)
+    # and what the whole search finds
+    whole = search(cfg, traces=False)
+    assert {p: v.depth for p, v in there.violations.items()} == \
+        {p: v.depth for p, v in whole.violations.items()}
+    assert there.outcomes == whole.outcomes
+
+
+def test_split_on_spark_from_the_cli(spark, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from icecheck.cli.main import main
+    from icecheck.sweep import distributed
+    monkeypatch.setattr(distributed, "spark_session", lambda *a, **k: _Kept(spark))
+    res = CliRunner().invoke(main, ["explore", "--engine", "spark-bfs", "--split", "--profile",
+                                    "spark-3.5-mor-snapshot", "--writers", "3", "--mix",
+                                    "delete,update", "--retries", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["engine"] == "spark-bfs" and doc["parts"] == 4 and doc["complete"]
+    assert {v["property"] for v in doc["violations"]} == {"isolation", "undelete"}
+
+
+class _Kept:
+    """The module's session, which the search must not stop (the other tests use it)."""
+
+    def __init__(self, spark):
+        self._spark = spark
+
+    def __getattr__(self, name):
+        return getattr(self._spark, name)
+
+    def stop(self):
+        pass

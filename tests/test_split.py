@@ -210,3 +210,16 @@ def test_a_malformed_split_bound_names_the_file_and_line(tmp_path, bounds, messa
         load_pipeline(path)
     assert message in str(e.value) and "split.yaml" in str(e.value)
     assert e.value.line == len(open(path).read().splitlines())
+
+
+def test_a_cut_check_of_a_file_with_alternatives_suggests_the_split(tmp_path):
+    from icecheck.pipelines.check import explore
+    p = load_pipeline(_with_bounds(tmp_path, "{max_states: 100, max_examples: 5}"))
+    out = explore(p, details=False)
+    assert not out.complete
+    assert "or set bounds.split: true (the search split into 2 parts" in out.inconclusive
+    split = load_pipeline(_with_bounds(tmp_path, "{max_states: 100, max_examples: 5, "
+                                                 "split: true}"))
+    out = explore(split, details=False)
+    assert "a part's next level would pass" in out.inconclusive
+    assert "bounds.split: true" not in out.inconclusive
