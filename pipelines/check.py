@@ -207,7 +207,9 @@ def _bfs_progress(say):
         if now - last[0] >= 5.0:
             last[0] = now
             say(f"  exploring: {info.get('states', 0):,} states, depth {info.get('depth', 0)}"
-                + (f", frontier {info['frontier']:,}" if "frontier" in info else ""))
+                + (f", frontier {info['frontier']:,}" if "frontier" in info else "")
+                + (f", parts done {info['parts'][0]} of {info['parts'][1]}"
+                   if info.get("parts") else ""))
     return progress
 
 
