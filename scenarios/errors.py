@@ -14,6 +14,12 @@ class InputError(Exception):
             where += f":{line}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):
+        """Pickled as what it was made of (a split search's part process sends its errors to
+        the parent, engines/split.py): the default would make it again from its formatted
+        text, naming ``<input>`` and the place twice."""
+        return (type(self), (self.detail, self.path, self.line))
+
 
 def check_number(value, what: str, path: str | None, *, low: float, high: float,
                  integer: bool = True, allow_none: bool = False, line: int | None = None):

@@ -223,3 +223,13 @@ def test_a_cut_check_of_a_file_with_alternatives_suggests_the_split(tmp_path):
     out = explore(split, details=False)
     assert "a part's next level would pass" in out.inconclusive
     assert "bounds.split: true" not in out.inconclusive
+
+
+def test_an_input_error_crosses_from_a_part_process_as_it_was():
+    """A part's process sends its errors to the parent pickled (``_part_main``)."""
+    import pickle
+
+    from icecheck.scenarios.errors import InputError
+    e = pickle.loads(pickle.dumps(InputError("no rule for UPSERT", "the configuration", 3)))
+    assert (str(e), e.detail, e.path, e.line) == (
+        "the configuration:3: no rule for UPSERT", "no rule for UPSERT", "the configuration", 3)
