@@ -655,6 +655,17 @@ def charts(doc: dict) -> dict:
     return out
 
 
+def markdown_again(out: str, stem: str, render) -> str:
+    """``--markdown-only`` of a benchmark with a report of its own (``stem``.json and .md in
+    ``out``: benchmarks/spark_bfs.py, benchmarks/split.py): the Markdown rendered again from
+    the JSON, written atomically, and returned."""
+    from icecheck.traces.format import write_together
+    with open(os.path.join(out, f"{stem}.json")) as f:
+        md = render(json.load(f))
+    write_together({os.path.join(out, f"{stem}.md"): md})
+    return md
+
+
 def write_report(doc: dict, out: str) -> list[str]:
     """Write benchmarks.json, benchmarks.md and the charts it links into ``out``, together
     (each atomically, renamed one after another); return the paths."""

@@ -286,10 +286,8 @@ def main(argv=None) -> int:
                     help="rewrite spark-bfs.md from the spark-bfs.json in --out (no runs)")
     a = ap.parse_args(argv)
     if a.markdown_only:
-        with open(os.path.join(a.out, "spark-bfs.json")) as f:
-            md = markdown(json.load(f))
-        write_together({os.path.join(a.out, "spark-bfs.md"): md})
-        print(md)
+        from benchmarks.run import markdown_again
+        print(markdown_again(a.out, "spark-bfs", markdown))
         return 0
     import sys
     spec = (a.profile, a.writers, a.ops, a.mix, a.retries)

@@ -176,10 +176,8 @@ def main(argv=None) -> int:
         return 0
     from icecheck.traces.format import write_together
     if a.markdown_only:
-        with open(os.path.join(a.out, "split.json")) as f:
-            md = markdown(json.load(f))
-        write_together({os.path.join(a.out, "split.md"): md})
-        print(md)
+        from benchmarks.run import markdown_again
+        print(markdown_again(a.out, "split", markdown))
         return 0
     from benchmarks.pipelines import PIPELINE_DIR, pipeline_files
     files = pipeline_files()
