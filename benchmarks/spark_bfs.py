@@ -73,8 +73,9 @@ def _same(a, b) -> bool:
             and all(a.violations[p].actions == b.violations[p].actions for p in a.violations))
 
 
-def speedup(cfg, masters: list[str]) -> dict:
-    """The one-process BFS, then spark-bfs on each master, on ``cfg``."""
+def speedup(cfg, masters: list[str]) -> tuple[dict, object]:
+    """The one-process BFS, then spark-bfs on each master, on ``cfg``: (the section's
+    document, the one-process search's result)."""
     load = _load()
     t = time.monotonic()
     local = search(cfg, engine="bfs", workers=1, traces=False)
@@ -95,19 +96,18 @@ def speedup(cfg, masters: list[str]) -> dict:
         row["states_per_s"] = round(row["states"] / row["seconds"], 1)
         row["per_core_vs_bfs"] = round(row["states_per_s"] / row["cores"] / one, 3)
         row["speedup_vs_local1"] = round(base / row["seconds"], 2)
-    return {"config": cfg.name, "rows": rows}
+    return {"config": cfg.name, "rows": rows}, local
 
 
-def split_speedup(cfg, masters: list[str], one: dict) -> dict:
+def split_speedup(cfg, masters: list[str], one: dict, whole) -> dict:
     """The split search (engines/split.py: a Spark task per combination of the programs'
     alternatives, each a one-process BFS) on each master, against ``one``, the one-process
-    BFS's row of ``speedup``. Its verdicts, shortest counterexample lengths and final
+    BFS's row of ``speedup`` (and ``whole`` its result). Its verdicts, shortest counterexample lengths and final
     outcomes are checked against the one-process search's (it searches the states before a
     choice once per part, so its state count is a sum: its speed is given as the whole
     search's distinct states over its seconds, what the user waits for)."""
     from icecheck.engines.split import split_search
     from icecheck.sweep.distributed import spark_session
-    whole = search(cfg, engine="bfs", workers=1, traces=False)
     rows = []
     for m in masters:
         spark = spark_session(m, app="icecheck-bench-split")
@@ -292,10 +292,12 @@ def main(argv=None) -> int:
     import sys
     spec = (a.profile, a.writers, a.ops, a.mix, a.retries)
     doc = {"cores": os.cpu_count(), "argv": " ".join(sys.argv[1:] if argv is None else argv),
-           "speedup": speedup(_cfg(*spec), ["local[1]", "local[2]"])}
+           "speedup": None}
+    doc["speedup"], whole = speedup(_cfg(*spec), ["local[1]", "local[2]"])
     if not a.no_split:
         doc["split"] = split_speedup(_cfg(*spec), ["local[1]", "local[2]"],
-                                     doc["speedup"]["rows"][0])
+                                     doc["speedup"]["rows"][0], whole)
+    del whole
     if not a.no_large:
         doc["large"] = large(spec, doc["speedup"]["rows"][-1])
     md = markdown(doc)
