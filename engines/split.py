@@ -197,7 +197,8 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
 
 class _Board:
     """The parts' progress as one line's figures: states of the parts done plus those of the
-    parts under way, the deepest level under way, and ``part`` (how many are done)."""
+    parts under way, the deepest level under way, and ``parts`` (how many are done, of how
+    many)."""
 
     def __init__(self, n: int, start: float, progress: Progress | None):
         self.n, self.start, self.progress = n, start, progress
