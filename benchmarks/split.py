@@ -73,7 +73,8 @@ def measure(path: str, bounds: dict, workers: int) -> dict:
            "complete": r.complete, "stopped": r.stopped, "seconds": round(r.seconds, 1),
            "cpu_seconds": round(cpu, 1),
            "part_peak_rss_mb": round(kids.ru_maxrss / 1024 if workers > 1 else own),
-           "anomalies": anomalies, "verdict": verdict(r.complete, len(failing))}
+           "anomalies": anomalies, "verdict": verdict(r.complete, len(failing)),
+           "part_results": r.part_results}
     del r
     base = baseline_rate(2.0)["cpu_states_per_s"]
     row["baseline_states_per_s"] = round(base)
@@ -133,6 +134,15 @@ def markdown(doc: dict) -> str:
                  f"{r['states']:,} | {'yes' if r['complete'] else '**no**: ' + str(r['stopped'])}"
                  f" | {r['seconds']:,} | {r['cpu_seconds']:,} | {r['part_peak_rss_mb']:,} MB | "
                  f"{rate:,} | {r['ratio']} | **{r['verdict']}** | {found} |")
+    with_parts = [r for r in doc["pipelines"] if r.get("part_results")]
+    if with_parts:
+        L += ["", "Each part (the command each templated job runs in it, `#k` its alternative): "
+              "states and seconds; the parts ran in this order, "
+              f"{doc['workers']} at once, so the largest ones set the wall time.", ""]
+        for r in with_parts:
+            L.append(f"* {os.path.basename(r['pipeline'])}: " + "; ".join(
+                f"{q['part']}: {q['states']:,} in {q['seconds']:,.0f} s"
+                + ("" if q["complete"] else f" ({q['stopped']})") for q in r["part_results"]))
     whole = doc.get("unsplit") or {}
     if whole:
         wb = next(iter(whole.values())).get("bounds", {})

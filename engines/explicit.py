@@ -116,6 +116,8 @@ class Result:
     symmetry_classes: list = field(default_factory=list)
     notes: list = field(default_factory=list)      # what the user should know about the run
     parts: int = 1     # the searches it sums: >1 for a split search (engines/split.py)
+    # a split search's parts, in order: {"part", "states", "seconds", "complete", "stopped"}
+    part_results: list = field(default_factory=list)
 
     def note_symmetry(self, note: str) -> None:
         """The fingerprinter turned symmetry off (a group too large to enumerate)."""
@@ -156,6 +158,7 @@ class Result:
             "symmetry_classes": [[f"w{i}" for i in c] for c in self.symmetry_classes],
             "notes": list(self.notes),
             "parts": self.parts,
+            **({"part_results": self.part_results} if self.part_results else {}),
             "states": self.states, "transitions": self.transitions,
             "enabled_transitions": self.enabled_transitions, "max_depth": self.max_depth,
             "seconds": round(self.seconds, 3), "states_per_s": round(self.states_per_s, 1),

@@ -453,6 +453,9 @@ def merge(cfg: ExploreConfig, todo: list[Part], results: list[Result | None], *,
         if r is None:                   # never searched: the whole is not complete
             res.complete = False
             continue
+        res.part_results.append({"part": part.label(cfg), "states": r.states,
+                                 "seconds": round(r.seconds, 2), "complete": r.complete,
+                                 "stopped": r.stopped})
         before = res.states
         res.states += r.states
         res.transitions += r.transitions

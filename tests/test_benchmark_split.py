@@ -30,6 +30,9 @@ def test_split_benchmark_runs_end_to_end_on_a_tiny_bound(tmp_path):
     assert r["cpu_seconds"] > 0 and r["part_peak_rss_mb"] > 0 and r["ratio"] > 0
     md = (tmp_path / "split.md").read_text()
     assert f"| scheduled.yaml | 5 | 8 | {r['states']:,} | **no**: max states |" in md
+    assert len(r["part_results"]) == 8 and sum(q["states"] for q in r["part_results"]) == \
+        r["states"]
+    assert "* scheduled.yaml: " in md
     # --markdown-only writes the same Markdown from the JSON
     (tmp_path / "split.md").write_text("")
     assert S.main(["--markdown-only", "--out", str(tmp_path)]) == 0
