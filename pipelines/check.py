@@ -121,8 +121,11 @@ def explore(p: Pipeline, progress=None, time_budget: float | None = None,
                            + ", every interleaving and choice", True, res.states, found,
                            seconds=time.monotonic() - start, stuck=_stuck(p, res.outcomes),
                            warnings=_warnings(p, res.reached))
-        why = (("a part's" if p.split else "its") + " next level would pass "
-               f"bounds.max_states={p.max_states:,}" if res.stopped in (None, "max states")
+        cut_parts = [q["part"] for q in res.part_results if q["stopped"] == "max states"]
+        who = (f"the next level of {len(cut_parts)} of its {res.parts} parts "
+               f"({'; '.join(cut_parts)}) would pass" if cut_parts
+               else "its next level would pass")
+        why = (f"{who} bounds.max_states={p.max_states:,}" if res.stopped in (None, "max states")
                else f"stopped: {res.stopped}")
         cut = (f"the exhaustive search stopped at {res.states:,} states ({why}), so an "
                f"absence of anomalies is not proven; raise bounds.max_states"

@@ -223,7 +223,8 @@ def test_a_cut_check_of_a_file_with_alternatives_suggests_the_split(tmp_path):
     split = load_pipeline(_with_bounds(tmp_path, "{max_states: 100, max_examples: 5, "
                                                  "split: true}"))
     out = explore(split, details=False)
-    assert "a part's next level would pass" in out.inconclusive
+    assert ("the next level of 2 of its 2 parts (w1.1=UPSERT; w1.1=UPSERT#1) would pass "
+            "bounds.max_states=100") in out.inconclusive
     assert "bounds.split: true" not in out.inconclusive
 
 
