@@ -402,6 +402,10 @@ def run_exhaustive(cfg, *, engine, retries, max_depth, max_files, max_states, sy
         # user): an engine that could not finish, one line and exit 1 like a cut search, never
         # a traceback
         err.print(f"[bold red]INCONCLUSIVE[/]: {escape(str(e))}", markup=True)
+        if as_json:         # a consumer of --json gets a document, not an empty stdout
+            import json
+            print(json.dumps({"config": cfg.name, "engine": engine, "complete": False,
+                              "stopped": "lost", "error": str(e)}, indent=2))
         sys.exit(EXIT_FAILED)
     found = list(result.violations.values()) + list(result.allowed.values())
     cut = None

@@ -236,3 +236,22 @@ def test_an_input_error_crosses_from_a_part_process_as_it_was():
     e = pickle.loads(pickle.dumps(InputError("no rule for UPSERT", "the configuration", 3)))
     assert (str(e), e.detail, e.path, e.line) == (
         "the configuration:3: no rule for UPSERT", "no rule for UPSERT", "the configuration", 3)
+
+
+def test_a_lost_part_under_json_still_prints_a_document(monkeypatch):
+    import json
+    import os
+
+    from icecheck.engines import split
+    real = split._search_part
+
+    def dies(part, *args):
+        if part.index == 0:
+            os._exit(9)
+        return real(part, *args)
+    monkeypatch.setattr(split, "_search_part", dies)
+    res = _explore("--engine", "bfs", "--split", "--workers", "2")
+    assert res.exit_code == 1
+    doc = json.loads(res.stdout)
+    assert doc["complete"] is False and doc["stopped"] == "lost"
+    assert "part 1 of 4" in doc["error"] and "Traceback" not in res.output
