@@ -9,6 +9,8 @@ configuration; and its result must not depend on how many parts run at once.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from icecheck.engines.config import mix_config
@@ -18,6 +20,8 @@ from icecheck.pipelines.load import load_pipeline
 from icecheck.traces.execute import model_for, run_actions
 from icecheck.traces.format import KIND_VIOLATION
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+FLINK = os.path.join(EXAMPLES, "flink-cdc-append-compaction.yaml")
 CONFIGS = [
     # three interchangeable writers, each DELETE or UPDATE: 8 combinations, 4 up to symmetry
     with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 0),
@@ -114,7 +118,7 @@ def test_max_states_bounds_each_part():
 
 def test_streaming_sinks_are_not_split():
     """A sink that restarts begins a batch again and may pick another alternative."""
-    p = load_pipeline("examples/spark-streaming-sink-expiry.yaml")
+    p = load_pipeline(os.path.join(EXAMPLES, "spark-streaming-sink-expiry.yaml"))
     sink = p.config.sinks[0][0] - 1
     assert all(i != sink for i, _, _ in split_points(p.config))
 
@@ -128,7 +132,7 @@ def test_outcomes_of_writers_a_part_made_interchangeable():
 
 
 def test_a_pipeline_with_templates_splits_by_key():
-    p = load_pipeline("examples/flink-cdc-append-compaction.yaml")
+    p = load_pipeline(FLINK)
     todo, total = parts(p.config)
     assert len(todo) == total == 2
     whole = search(p.config, traces=False)
@@ -167,8 +171,6 @@ def test_cli_split_needs_a_plain_bfs(args, tmp_path, monkeypatch):
 
 
 def test_a_part_whose_process_dies_stops_the_search_with_a_message(monkeypatch):
-    import os
-
     from icecheck.engines import split
     real = split._search_part
 
@@ -183,7 +185,7 @@ def test_a_part_whose_process_dies_stops_the_search_with_a_message(monkeypatch):
 
 
 def _with_bounds(tmp_path, bounds: str) -> str:
-    text = open("examples/flink-cdc-append-compaction.yaml").read()
+    text = open(FLINK).read()
     path = tmp_path / "split.yaml"
     path.write_text(text + f"bounds: {bounds}\n")
     return str(path)
@@ -192,7 +194,7 @@ def _with_bounds(tmp_path, bounds: str) -> str:
 def test_a_pipeline_asks_for_the_split_in_its_bounds(tmp_path):
     from icecheck.pipelines.check import explore
     split = load_pipeline(_with_bounds(tmp_path, "{split: true}"))
-    whole = load_pipeline("examples/flink-cdc-append-compaction.yaml")
+    whole = load_pipeline(FLINK)
     assert split.split and not whole.split
     a, b = explore(whole, details=False), explore(split, details=False)
     assert [(x.property, x.verdict) for x in a.anomalies] == \
@@ -240,8 +242,6 @@ def test_an_input_error_crosses_from_a_part_process_as_it_was():
 
 def test_a_lost_part_under_json_still_prints_a_document(monkeypatch):
     import json
-    import os
-
     from icecheck.engines import split
     real = split._search_part
 
