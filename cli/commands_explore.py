@@ -443,6 +443,9 @@ def report_exhaustive(result, saved: dict[str, str]) -> None:
               f"seconds {result.seconds:.2f}  states_per_s {result.states_per_s:,.0f}  "
               f"final states {result.final_states:,}"
               + (f"  cut by bounds {result.cut:,}" if result.cut else ""))
+    for q in result.part_results:       # a split search (engines/split.py): each part
+        out.print(f"  part {escape(q['part'])}: {q['states']:,} states, {q['seconds']:.1f}s"
+                  + ("" if q["complete"] else f", stopped: {q['stopped']}"), markup=True)
     for v in result.violations.values():
         if v.known:
             ref = (v.trace or {}).get("expectation", {}) or {}

@@ -159,6 +159,15 @@ def test_cli_split_reports_what_the_whole_search_reports():
         [(v["property"], v["length"]) for v in b["violations"]]
     assert a["final_outcomes"] == b["final_outcomes"] and b["complete"]
     assert any("split search: 4 parts" in n for n in b["notes"])
+    assert [q["states"] for q in b["part_results"]] and sum(
+        q["states"] for q in b["part_results"]) == b["states"]
+    from click.testing import CliRunner
+
+    from icecheck.cli.main import main
+    text = CliRunner().invoke(main, ["explore", "--engine", "bfs", "--split", "--profile",
+                                     "spark-3.5-mor-snapshot", "--writers", "3", "--mix",
+                                     "delete,update", "--retries", "0"]).output
+    assert "  part w1.1=DELETE, w2.1=DELETE, w3.1=UPDATE#1: " in text
 
 
 @pytest.mark.parametrize("args", [["--engine", "dfs", "--split"],
