@@ -169,7 +169,8 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
             spark = spark_session(master, app="icecheck-split")
         try:
             workers = max(1, spark.sparkContext.defaultParallelism)
-            results = _on_spark(todo, args, deadline, board, spark, cfg)
+            results = _on_spark(_start_order(todo, args, workers), args, deadline, board,
+                                spark, cfg)
             where = f"spark master {spark.sparkContext.master}"
         finally:
             if own:
@@ -177,7 +178,8 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
     elif workers <= 1:
         results = _serial(todo, args, deadline, board)
     else:
-        results = _parallel(todo, args, deadline, board, workers, cfg)
+        results = _parallel(_start_order(todo, args, workers), args, deadline, board, workers,
+                            cfg)
     res = merge(cfg, todo, results, symmetry=symmetry, por=por, workers=workers, bounds=bounds)
     res.parts = len(todo)
     if on_spark:
@@ -193,6 +195,43 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
     if traces:
         attach_traces(res)
     return res
+
+
+#: Parts run at once start largest first (``_largest_first``) when there are at most this many
+#: per core: with few parts, the last to end may be a large one left alone on a core (with many,
+#: the order they come in already ends them close together: on mor-snapshot 3 writers x 2,
+#: 20 parts on 2 cores, the makespan in part order is within 0.01% of the ideal)
+FEW_PARTS = 4
+#: ... each probed by a BFS through the depth at which the first part passes this many states
+PROBE_STATES = 300
+
+
+def _start_order(todo: list[Part], args, at_once: int) -> list[Part]:
+    """The order to start the parts in, ``at_once`` running together: largest first when
+    there are few parts per core (``FEW_PARTS``), else as they are."""
+    if 1 < at_once < len(todo) <= FEW_PARTS * at_once:
+        return _largest_first(todo, args)
+    return list(todo)
+
+
+def _largest_first(todo: list[Part], args) -> list[Part]:
+    """``todo`` in the order to start its parts: by the states of a probe BFS of each (verdicts
+    off) through one depth, the largest first, ties in part order. Parts of similar shape
+    grow alike, so the early levels rank them (on mor-snapshot 3 writers x 2, 20 parts, rank
+    correlation 0.97 between a 300-state probe and the parts' whole sizes; 0.87-1.0 on three
+    configurations between the states through depth 8 and the whole sizes). Only
+    the order the parts start in changes: results are merged in part order. A first part that
+    completes within ``PROBE_STATES`` says they are all small: no probe then."""
+    symmetry, por, _, _, _ = args
+    first = search(todo[0].cfg, engine=BFS, symmetry=symmetry, por=por, traces=False,
+                   evaluate=False, bounds=Bounds(max_states=PROBE_STATES))
+    if first.complete:
+        return list(todo)
+    depth = Bounds(max_depth=first.max_depth)
+    sizes = [first.states] + [search(p.cfg, engine=BFS, symmetry=symmetry, por=por,
+                                     traces=False, evaluate=False, bounds=depth).states
+                              for p in todo[1:]]
+    return sorted(todo, key=lambda p: -sizes[p.index])
 
 
 class _Board:

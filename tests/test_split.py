@@ -264,3 +264,19 @@ def test_a_lost_part_under_json_still_prints_a_document(monkeypatch):
     doc = json.loads(res.stdout)
     assert doc["complete"] is False and doc["stopped"] == "lost"
     assert "part 1 of 4" in doc["error"] and "Traceback" not in res.output
+
+
+def test_few_parts_per_core_start_largest_first(monkeypatch):
+    """Only the order parts start in: a probe BFS of each ranks them (here their whole sizes
+    are 72, 174, 154 and 52 states)."""
+    from icecheck.engines import split
+    monkeypatch.setattr(split, "PROBE_STATES", 20)
+    todo, _ = parts(CONFIGS[0])
+    args = (True, True, Bounds(), None, True)
+    assert [p.index for p in split._start_order(todo, args, 2)] == [1, 2, 0, 3]
+    assert split._start_order(todo, args, 1) == todo          # one at a time
+    monkeypatch.setattr(split, "FEW_PARTS", 1)                # many parts per core
+    assert split._start_order(todo, args, 2) == todo
+    monkeypatch.setattr(split, "PROBE_STATES", 300)           # the first part is smaller
+    monkeypatch.setattr(split, "FEW_PARTS", 4)
+    assert split._start_order(todo, args, 2) == todo
