@@ -124,8 +124,8 @@ def markdown(doc: dict) -> str:
          "Peak RSS: the largest part's process. Ratio: states per CPU second over the "
          "two-phase-commit baseline's, run in the same process afterwards.", "",
          "| pipeline | jobs | parts | states | finished? | wall s | CPU s | peak RSS, one part "
-         "| states/s | ratio | verdict | anomalies (shortest length) |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| states/s | ratio | verdict | anomalies (shortest length) | run (load before/after) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["pipelines"]:
         found = "; ".join(f"{a['property']} ({a['status']}, {a['length']})"
                           for a in r["anomalies"]) or "none"
@@ -133,7 +133,9 @@ def markdown(doc: dict) -> str:
         L.append(f"| {os.path.basename(r['pipeline'])} | {r['jobs']} | {r['parts']} | "
                  f"{r['states']:,} | {'yes' if r['complete'] else '**no**: ' + str(r['stopped'])}"
                  f" | {r['seconds']:,} | {r['cpu_seconds']:,} | {r['part_peak_rss_mb']:,} MB | "
-                 f"{rate:,} | {r['ratio']} | **{r['verdict']}** | {found} |")
+                 f"{rate:,} | {r['ratio']} | **{r['verdict']}** | {found} | "
+                 f"{r.get('date', '-')} ({r.get('load_before', '-')} / "
+                 f"{r.get('load_after', '-')}) |")
     with_parts = [r for r in doc["pipelines"] if r.get("part_results")]
     if with_parts:
         L += ["", "Each part (the command each templated job runs in it, `#k` its alternative): "
