@@ -139,11 +139,13 @@ def markdown(doc: dict) -> str:
     with_parts = [r for r in doc["pipelines"] if r.get("part_results")]
     if with_parts:
         L += ["", "Each part (the command each templated job runs in it, `#k` its alternative): "
-              "states and seconds; the parts ran in this order, "
-              f"{doc['workers']} at once, so the largest ones set the wall time.", ""]
+              f"states and seconds, in part order, and the place it started in where the run "
+              f"recorded it (with few parts per core, largest first: engines/split.py); "
+              f"{doc['workers']} ran at once, so the largest ones set the wall time.", ""]
         for r in with_parts:
             L.append(f"* {os.path.basename(r['pipeline'])}: " + "; ".join(
                 f"{q['part']}: {q['states']:,} in {q['seconds']:,.0f} s"
+                + (f", started {q['started']}" if "started" in q else "")
                 + ("" if q["complete"] else f" ({q['stopped']})") for q in r["part_results"]))
     whole = doc.get("unsplit") or {}
     if whole:

@@ -169,19 +169,23 @@ def split_search(cfg: ExploreConfig, *, symmetry: bool = True, por: bool = True,
             spark = spark_session(master, app="icecheck-split")
         try:
             workers = max(1, spark.sparkContext.defaultParallelism)
-            results = _on_spark(_start_order(todo, args, workers), args, deadline, board,
-                                spark, cfg)
+            order = _start_order(todo, args, workers)
+            results = _on_spark(order, args, deadline, board, spark, cfg)
             where = f"spark master {spark.sparkContext.master}"
         finally:
             if own:
                 spark.stop()
     elif workers <= 1:
+        order = todo
         results = _serial(todo, args, deadline, board)
     else:
-        results = _parallel(_start_order(todo, args, workers), args, deadline, board, workers,
-                            cfg)
+        order = _start_order(todo, args, workers)
+        results = _parallel(order, args, deadline, board, workers, cfg)
     res = merge(cfg, todo, results, symmetry=symmetry, por=por, workers=workers, bounds=bounds)
     res.parts = len(todo)
+    started = {p.index: k + 1 for k, p in enumerate(order)}
+    for q in res.part_results:          # the place each part started in (largest first?)
+        q["started"] = started[q.pop("index")]
     if on_spark:
         from icecheck.engines.explicit import SPARK_BFS
         res.engine = SPARK_BFS
@@ -494,7 +498,8 @@ def merge(cfg: ExploreConfig, todo: list[Part], results: list[Result | None], *,
         if r is None:                   # never searched: the whole is not complete
             res.complete = False
             continue
-        res.part_results.append({"part": part.label(cfg), "states": r.states,
+        res.part_results.append({"part": part.label(cfg), "index": part.index,
+                                 "states": r.states,
                                  "seconds": round(r.seconds, 2), "complete": r.complete,
                                  "stopped": r.stopped})
         before = res.states

@@ -51,6 +51,7 @@ def test_split_finds_what_the_whole_search_finds(cfg):
     assert split.complete and whole.complete
     assert [q["part"] for q in split.part_results] == [p.label(cfg) for p in parts(cfg)[0]]
     assert sum(q["states"] for q in split.part_results) == split.states
+    assert [q["started"] for q in split.part_results] == list(range(1, split.parts + 1))
     # each counterexample is a run of the whole configuration, showing its property as found
     model = model_for(cfg)
     for v in list(split.violations.values()) + list(split.allowed.values()):
