@@ -491,9 +491,11 @@ def merge(cfg: ExploreConfig, todo: list[Part], results: list[Result | None], *,
     and what is the minimum), in part order."""
     from icecheck.engines.symmetry import symmetry_classes
     res = Result(cfg, BFS, symmetry, por, workers, bounds)
-    res.symmetry_classes = symmetry_classes(cfg) if symmetry else []
-    res.complete = True
     full_classes = symmetry_classes(cfg)
+    # as the whole search's result gives them (``Fingerprinter.classes``)
+    res.symmetry_classes = full_classes if symmetry else [[i] for i in
+                                                          range(1, len(cfg.writers) + 1)]
+    res.complete = True
     for part, r in zip(todo, results):
         if r is None:                   # never searched: the whole is not complete
             res.complete = False

@@ -49,6 +49,7 @@ def test_split_finds_what_the_whole_search_finds(cfg):
     assert len(parts(cfg)[0]) > 1
     assert summary(split) == summary(whole)
     assert split.complete and whole.complete
+    assert split.symmetry_classes == whole.symmetry_classes
     assert [q["part"] for q in split.part_results] == [p.label(cfg) for p in parts(cfg)[0]]
     assert sum(q["states"] for q in split.part_results) == split.states
     assert [q["started"] for q in split.part_results] == list(range(1, split.parts + 1))
@@ -79,6 +80,7 @@ def test_split_without_symmetry_searches_every_combination():
     a = split_search(cfg, symmetry=False, traces=False)
     b = search(cfg, symmetry=False, traces=False)
     assert summary(a)[:3] == summary(b)[:3]
+    assert a.symmetry_classes == b.symmetry_classes == [[1], [2], [3]]
     assert any("8 parts" in n for n in a.notes)
 
 
