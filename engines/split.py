@@ -225,9 +225,9 @@ def _largest_first(todo: list[Part], args) -> list[Part]:
     spark-only.yaml's 8 parts (4.8 to 10.1 million states each) a 300-state probe ties them
     all, a 5,000-state one (1.4 s) ranks them as their whole sizes but for one adjacent pair;
     on mor-snapshot 3 writers x 2's 20 parts, a 300-state probe has rank correlation 0.97 with
-    their whole sizes. Only
-    the order the parts start in changes: results are merged in part order. A first part that
-    completes within ``PROBE_STATES`` says they are all small: no probe then."""
+    their whole sizes. Only the order the parts start in changes: results are merged in part
+    order. A first part that completes within ``PROBE_STATES`` says they are all small: no
+    probe then."""
     symmetry, por, _, _, _ = args
     first = search(todo[0].cfg, engine=BFS, symmetry=symmetry, por=por, traces=False,
                    evaluate=False, bounds=Bounds(max_states=PROBE_STATES))
@@ -253,15 +253,15 @@ class _Board:
 
     def update(self, index: int, info: dict) -> None:
         self.live[index] = info
-        self._show()
+        self.show()
 
     def finished(self, index: int, res: Result | None) -> None:
         self.live.pop(index, None)
         self.done += 1
         self.done_states += res.states if res is not None else 0
-        self._show()
+        self.show()
 
-    def _show(self) -> None:
+    def show(self) -> None:
         if self.progress is None:
             return
         live = list(self.live.values())
@@ -290,6 +290,21 @@ def _stops(res: Result) -> bool:
     bound do (the whole is out of time or room); a ``max states`` cut does not (each part
     is bounded by it alone), nor a property found (``stop_on``: each part stops at it)."""
     return res.stopped in ("time budget", "interrupted", "memory bound")
+
+
+def _record(part: Part, res: Result, results: list, board: _Board, why: str | None
+            ) -> str | None:
+    """Keep a part's result that came back while others ran (``_parallel``, ``_on_spark``);
+    return why the parts still running must stop (``why`` as it was, or this part's reason
+    when it is the first to stop the whole). A part the whole told to stop says "interrupted":
+    it gets the whole's reason."""
+    if why and res.stopped == "interrupted":
+        res.stopped = why
+    results[part.index] = res
+    board.finished(part.index, res)
+    if _stops(res) and not why:
+        return res.stopped
+    return why
 
 
 def _serial(todo: list[Part], args, deadline, board: _Board) -> list[Result | None]:
@@ -381,12 +396,9 @@ def _parallel(todo: list[Part], args, deadline, board: _Board, workers: int,
             halt.set()
             board.finished(part.index, None)
             return
-        if why and payload.stopped == "interrupted":
-            payload.stopped = why           # stopped by us, for that reason
-        results[part.index] = payload
-        board.finished(part.index, payload)
-        if _stops(payload) and not why:
-            why = payload.stopped
+        stop = _record(part, payload, results, board, why)
+        if stop != why:
+            why = stop
             halt.set()
 
     try:
@@ -468,13 +480,8 @@ def _on_spark(todo: list[Part], args, deadline, board: _Board, spark,
                             f"split search: the Spark task searching part {part.index + 1} of "
                             f"{len(todo)} ({part.label(whole)}) failed: {first[:300]}; rerun "
                             f"(with more executor memory if it ran out)") from None
-                    if why and res.stopped == "interrupted":
-                        res.stopped = why
-                    results[part.index] = res
-                    board.finished(part.index, res)
-                    if _stops(res) and not why:
-                        why = res.stopped
-                board._show()
+                    why = _record(part, res, results, board, why)
+                board.show()
             except KeyboardInterrupt:          # Ctrl-C: the parts done stand
                 why = "interrupted"
                 sc.cancelAllJobs()
