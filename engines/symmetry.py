@@ -27,6 +27,20 @@ Precondition (checked by ``check_bounds``): the non-writer ints of the state sta
 (bounded runs: sequence numbers, versions, positions, counts), the keys are below 100, and the
 programs never mention another writer's tags.
 
+What a fingerprint leaves out: of a writer's finished operation that neither applied nor was
+told it committed (validation failed, nothing to do, a failed, crashed or unknown commit that did
+not apply, an unreadable file), only its index, outcome, attempts, snapshot id and the kind of its
+intent enter the writer's encoding (``Fingerprinter._history_code``), not where it started, what
+it planned or its message. No step reads a finished record (a writer's next step is a function of
+its other fields; ``Model.step`` only appends to ``history``), and the properties and events
+read no more of such a record than that (``explicit._writer_key``: the judge memo already keys
+them so, and tests/test_explicit.py judges every state afresh against it). Two states that
+differ only there have the same successors (up to the same difference), verdicts, events and
+outcomes, at the same depth, so the search keeps the first it reaches and drops the other: the
+same verdicts and shortest counterexamples, fewer states (mor-serializable-3w2op-delete: 31,912
+-> 22,701 distinct states without partial-order reduction). A writer's *content* key
+(``content``: the model's step memo and hash-consing) stays exact.
+
 Speed: encodings of immutable objects (all the model's frozen dataclasses) are memoized on the
 object itself (``object.__setattr__`` into its ``__dict__``; the model's equality and hashing use
 fields only, so this changes nothing the model sees), per permutation. A store's fingerprint is
@@ -44,7 +58,7 @@ from typing import Any
 
 from icecheck.models import clock as clock_
 from icecheck.models.store import ObjectStore
-from icecheck.models.system import State, WriterState, new_token
+from icecheck.models.system import COMMITTED, OpRecord, State, WriterState, new_token
 
 _WTOKEN = re.compile(r"\bw(\d+)\b")
 _NTOKEN = re.compile(r"\b(\d+)(\d{3})\b")
@@ -64,6 +78,14 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 _blake2b = hashlib.blake2b
+#: where ``content`` caches a writer's exact content key
+_EXACT_ATTR = "_icecheck_exact"
+
+
+def _left_out(r: OpRecord) -> bool:
+    """Is most of this finished operation's record left out of fingerprints (the module's
+    docstring)? Those that neither applied nor were told they committed."""
+    return not r.applied and r.outcome != COMMITTED
 
 
 def _h(data: bytes) -> bytes:
@@ -300,10 +322,20 @@ class Fingerprinter:
         return got
 
     def content(self, obj: Any) -> bytes:
-        """A content key of a model value (``properties.EvalMemo``): its identity-permutation
-        encoding's digest, cached on dataclass objects (equal content, equal key)."""
+        """A content key of a model value (``properties.EvalMemo``; the model's step memo and
+        hash-consing, ``Model.content_key``): its identity-permutation encoding's digest,
+        cached on dataclass objects (equal content, equal key). A writer's encoding leaves out
+        most of its failed operations' records (``_history_code``), so its key adds their
+        digests: the model replaces a writer it built by one of equal key, which must be equal
+        field for field."""
         d = getattr(obj, "__dict__", None)
         if d is not None:
+            if type(obj) is WriterState:
+                got = d.get(_EXACT_ATTR)
+                if got is None:
+                    got = self._writer_content(obj)
+                    object.__setattr__(obj, _EXACT_ATTR, got)
+                return got
             cache = d.get(_CACHE_ATTR)
             if cache is not None and len(cache) == self.nperms:
                 return cache[0]
@@ -312,6 +344,35 @@ class Fingerprinter:
         out: list = []
         self._enc(obj, self._identity, out)
         return _h(b"".join(out))
+
+    def _writer_content(self, w: WriterState) -> bytes:
+        """``content`` of a writer: its digest, and its left-out records' own digests."""
+        cache = w.__dict__.get(_CACHE_ATTR)
+        d0 = cache[0] if cache is not None and len(cache) == self.nperms and cache[0] \
+            else self.obj_digest(w, self._identity)
+        left = [self.obj_digest(r, self._identity) for r in w.history if _left_out(r)]
+        return _h(d0 + b"".join(left)) if left else d0
+
+    def _history_code(self, history: tuple, p: Perm) -> bytes:
+        """A writer's finished operations as its fingerprint encodes them under ``p``: each
+        one that applied or was told it committed whole (its digest), each other one by its
+        index, outcome, attempts, snapshot id and intent's kind only (the module's docstring:
+        what a fingerprint leaves out). A history with no such record is encoded as any tuple
+        is (``_enc``), so its states keep the fingerprints they had before anything was left
+        out, and the search its order."""
+        out = [b"("]
+        k, nperms = p.index, self.nperms
+        for r in history:
+            if _left_out(r):
+                out.append(b"F")
+                self._enc((r.index, r.outcome, r.attempts, r.snapshot_id,
+                           type(r.intent).__name__), p, out)
+            else:
+                cache = r.__dict__.get(_CACHE_ATTR)
+                got = cache[k] if cache is not None and len(cache) == nperms else None
+                out.append(b"D" + (got if got is not None else self.obj_digest(r, p)))
+        out.append(b")")
+        return b"".join(out)
 
     def _encode(self, obj: Any, p: Perm) -> bytes:
         d = obj.__dict__
@@ -345,6 +406,8 @@ class Fingerprinter:
                     out.append(b"i%d;" % p.int_(v))
             elif vt is tuple and not v:
                 out.append(b"()")
+            elif is_writer and name == "history":
+                out.append(self._history_code(v, p))
             elif vt is bool:
                 out.append(b"T" if v else b"F")
             elif vt in _FIELDS:

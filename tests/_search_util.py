@@ -24,19 +24,27 @@ MIXES = [
 ]
 
 
-def walk(cfg, limit: int = 400):
+def walk(cfg, limit: int = 400, *, exact: bool = False, symmetry: bool = True):
     """(an Expander of ``cfg``, up to ``limit`` distinct states, breadth-first, deduplicated
-    by canonical fingerprint)."""
-    ex = Expander(cfg, True, False, Bounds(), evaluate=False)
+    by canonical fingerprint; with ``exact``, by the fingerprint and the writers' exact
+    content: states a fingerprint merges, differing in the records it leaves out, are all
+    kept)."""
+    ex = Expander(cfg, symmetry, False, Bounds(), evaluate=False)
+    content = ex.fp.content
+
+    def key(s):
+        fp = ex.fingerprints(s)[0]
+        return (fp, tuple(map(content, s.writers))) if exact else fp
+
     s0 = ex.model.initial()
-    seen = {ex.fingerprints(s0)[0]}
+    seen = {key(s0)}
     out, frontier = [s0], [s0]
     while frontier and len(out) < limit:
         nxt = []
         for s in frontier:
             for a in ex.model.actions(s):
                 s2 = ex.model.step(s, a)
-                fp = ex.fingerprints(s2)[0]
+                fp = key(s2)
                 if fp not in seen:
                     seen.add(fp)
                     out.append(s2)

@@ -1,10 +1,12 @@
 """The split search (engines/split.py): one BFS per combination of the programs' alternatives.
 
 It must find what the whole search finds: the same violated and allowed properties, the same
-shortest counterexample length per property, the same final outcomes (normalized over the whole
-configuration's interchangeable writers) and final-state count (a final state has made every
-choice, so it is a state of one part), with counterexamples that replay on the whole
-configuration; and its result must not depend on how many parts run at once.
+shortest counterexample length per property and the same final outcomes (normalized over the
+whole configuration's interchangeable writers), with counterexamples that replay on the whole
+configuration; and its result must not depend on how many parts run at once. Its final-state
+count is at least the whole search's: a final state has made every choice, but where the choice
+was an operation that failed, the fingerprint leaves out which (engines/symmetry.py), so one
+final state of the whole search can be one of several parts.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def test_split_finds_what_the_whole_search_finds(cfg):
     whole = search(cfg, traces=False)
     split = split_search(cfg, traces=True)
     assert len(parts(cfg)[0]) > 1
-    assert summary(split) == summary(whole)
+    assert summary(split)[:3] == summary(whole)[:3]
+    assert split.final_states >= whole.final_states
     assert split.complete and whole.complete
     assert split.symmetry_classes == whole.symmetry_classes
     assert [q["part"] for q in split.part_results] == [p.label(cfg) for p in parts(cfg)[0]]
@@ -140,7 +143,8 @@ def test_a_pipeline_with_templates_splits_by_key():
     assert len(todo) == total == 2
     whole = search(p.config, traces=False)
     split = split_search(p.config, workers=2, traces=False)
-    assert summary(split) == summary(whole)
+    assert summary(split)[:3] == summary(whole)[:3]
+    assert split.final_states >= whole.final_states
 
 
 def _explore(*args):
