@@ -82,10 +82,16 @@ _blake2b = hashlib.blake2b
 _EXACT_ATTR = "_icecheck_exact"
 
 
+#: Leave most of a failed operation's record out of fingerprints (the module's docstring). A
+#: constant, not a search option: a benchmark's fresh process turns it off to measure what it
+#: saves (benchmarks/reductions.py); every search otherwise has it on.
+LEAVE_OUT_FAILED = True
+
+
 def _left_out(r: OpRecord) -> bool:
     """Is most of this finished operation's record left out of fingerprints (the module's
     docstring)? Those that neither applied nor were told they committed."""
-    return not r.applied and r.outcome != COMMITTED
+    return LEAVE_OUT_FAILED and not r.applied and r.outcome != COMMITTED
 
 
 def _h(data: bytes) -> bytes:
