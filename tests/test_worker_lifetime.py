@@ -94,7 +94,7 @@ def _kill_and_check(args: list[str], sig: int, workers: int) -> int:
             proc.wait()
 
 
-# 3 writers x 2 DELETE/UPDATE: 842,890 states, minutes of search (docs/exhaustive.md)
+# 3 writers x 2 DELETE/UPDATE: 515,368 states, a minute of search (docs/exhaustive.md)
 BFS = ["explore", "--engine", "bfs", "--profile", "spark-3.5-mor-serializable", "--writers",
        "3", "--ops", "2", "--mix", "delete,update", "--retries", "0", "--workers", "2"]
 
