@@ -31,7 +31,6 @@ import glob
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -113,15 +112,9 @@ def measure(subject: str, off: str | None, max_depth: int | None) -> dict:
 
 def measure_in_subprocess(subject: str, off: str | None, max_depth: int | None) -> dict:
     """``measure`` in a fresh Python process on the Python source."""
-    from icecheck.compiled import ENV
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-    env[ENV] = "0"
-    cmd = [sys.executable, "-m", "benchmarks.reductions", "--measure",
-           json.dumps({"subject": subject, "off": off, "max_depth": max_depth})]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
-                         check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    from benchmarks.run import fresh_process
+    return fresh_process("benchmarks.reductions",
+                         {"subject": subject, "off": off, "max_depth": max_depth})
 
 
 SAME = ("violations", "allowed", "outcomes_digest", "events")

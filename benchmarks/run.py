@@ -162,6 +162,23 @@ def measure(cfg, workers: int, budget, max_states=None, reduced: bool = True) ->
                                 if peak and r.states else None)}
 
 
+def fresh_process(module: str, payload: dict, *, pythonpath: str | None = None,
+                  cwd: str = ROOT, compiled: bool = False, quiet: bool = False) -> dict:
+    """``python -m module --measure JSON`` in a fresh process, on the Python source (or the
+    compiled build: ``compiled``; whatever this process's environment says), the package
+    found first in ``pythonpath`` when given, then in this checkout: the JSON its last line
+    of output holds. Its stderr (progress) goes to this process's, or nowhere (``quiet``)."""
+    from icecheck.compiled import ENV
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, ROOT, env.get("PYTHONPATH"))
+                                        if p)
+    env[ENV] = "1" if compiled else "0"
+    out = subprocess.run([sys.executable, "-m", module, "--measure", json.dumps(payload)],
+                         cwd=cwd, env=env, check=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL if quiet else None, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def measure_in_subprocess(entry: dict, workers: int, budget, max_states=None,
                           pythonpath: str | None = None, cwd: str = ROOT,
                           reduced: bool = True, compiled: bool = False) -> dict:
@@ -169,16 +186,10 @@ def measure_in_subprocess(entry: dict, workers: int, budget, max_states=None,
     not a heap left by earlier searches, ``pythonpath`` can put another commit's code first
     (``--compare``), and ``compiled`` runs it on the compiled build (``ICECHECK_COMPILED``;
     the Python source otherwise, whatever this process's environment says)."""
-    from icecheck.compiled import ENV
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, ROOT) if p)
-    env[ENV] = "1" if compiled else "0"
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--measure",
-         json.dumps({"entry": entry, "workers": workers, "budget": budget,
-                     "max_states": max_states, "reduced": reduced})],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
-    got = json.loads(out.strip().splitlines()[-1])
+    got = fresh_process("benchmarks.run", {"entry": entry, "workers": workers,
+                                           "budget": budget, "max_states": max_states,
+                                           "reduced": reduced},
+                        pythonpath=pythonpath, cwd=cwd, compiled=compiled, quiet=True)
     if got.get("compiled", False) != compiled:      # older commits (--compare) do not say
         raise RuntimeError(f"asked for the {'compiled' if compiled else 'Python'} modules, "
                            f"the measurement ran on the others")

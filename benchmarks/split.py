@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -84,15 +83,9 @@ def measure(path: str, bounds: dict, workers: int) -> dict:
 
 def measure_in_subprocess(path: str, bounds: dict, workers: int) -> dict:
     """``measure`` in a fresh Python process on the Python source, its progress on stderr."""
-    from icecheck.compiled import ENV
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-    env[ENV] = "0"
-    cmd = [sys.executable, "-m", "benchmarks.split", "--measure",
-           json.dumps({"path": path, "bounds": bounds, "workers": workers})]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
-                         check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    from benchmarks.run import fresh_process
+    return fresh_process("benchmarks.split", {"path": path, "bounds": bounds,
+                                              "workers": workers})
 
 
 def _unsplit(out: str) -> dict:
