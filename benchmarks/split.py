@@ -14,7 +14,8 @@ part, and then, in that process, the two-phase-commit baseline (``benchmarks/two
 that the speed per core is also given as a ratio a busy machine does not move.
 
     bin/benchmark split [--files spark-only.yaml,...] [--workers N] [--budget S]
-        [--max-states N] [--max-memory MB] [--keep]  # or python -m benchmarks.split ...
+        [--max-states N] [--max-memory MB] [--keep] [--compiled]
+                                                    # or python -m benchmarks.split ...
     bin/benchmark split --markdown-only             # split.md again from split.json
 """
 
@@ -34,9 +35,11 @@ DEFAULTS = {"max_states": 10_000_000, "max_memory_mb": 9000, "time_budget_s": 36
 
 
 def measure(path: str, bounds: dict, workers: int) -> dict:
-    """One file's split search (traces off), then the baseline, in this process."""
+    """One file's split search (traces off), then the baseline, in this process (and its
+    parts' processes, which inherit its build: the Python source or the compiled one)."""
     from benchmarks.pipelines import verdict
     from benchmarks.run import baseline_rate, warm_up
+    from icecheck.compiled import active
     from icecheck.engines.explicit import Bounds
     from icecheck.engines.split import parts, split_search
     from icecheck.pipelines.load import load_pipeline
@@ -73,7 +76,7 @@ def measure(path: str, bounds: dict, workers: int) -> dict:
            "cpu_seconds": round(cpu, 1),
            "part_peak_rss_mb": round(kids.ru_maxrss / 1024 if workers > 1 else own),
            "anomalies": anomalies, "verdict": verdict(r.complete, len(failing)),
-           "part_results": r.part_results}
+           "part_results": r.part_results, "compiled": active()}
     del r
     base = baseline_rate(2.0)["cpu_states_per_s"]
     row["baseline_states_per_s"] = round(base)
@@ -81,11 +84,18 @@ def measure(path: str, bounds: dict, workers: int) -> dict:
     return row
 
 
-def measure_in_subprocess(path: str, bounds: dict, workers: int) -> dict:
-    """``measure`` in a fresh Python process on the Python source, its progress on stderr."""
+def measure_in_subprocess(path: str, bounds: dict, workers: int,
+                          compiled: bool = False) -> dict:
+    """``measure`` in a fresh Python process on the Python source (or the compiled build),
+    its progress on stderr."""
     from benchmarks.run import fresh_process
-    return fresh_process("benchmarks.split", {"path": path, "bounds": bounds,
-                                              "workers": workers})
+    got = fresh_process("benchmarks.split", {"path": path, "bounds": bounds,
+                                             "workers": workers}, compiled=compiled)
+    if got["compiled"] != compiled:
+        raise RuntimeError("asked for the compiled build, the search ran on the Python source "
+                           "(is the build current? bin/icecheck compile)" if compiled else
+                           "asked for the Python source, the search ran on the compiled build")
+    return got
 
 
 def _unsplit(out: str) -> dict:
@@ -123,7 +133,8 @@ def markdown(doc: dict) -> str:
         found = "; ".join(f"{a['property']} ({a['status']}, {a['length']})"
                           for a in r["anomalies"]) or "none"
         rate = round(r["states"] / r["seconds"]) if r["seconds"] else 0
-        L.append(f"| {os.path.basename(r['pipeline'])} | {r['jobs']} | {r['parts']} | "
+        build = " (compiled build)" if r.get("compiled") else ""
+        L.append(f"| {os.path.basename(r['pipeline'])}{build} | {r['jobs']} | {r['parts']} | "
                  f"{r['states']:,} | {'yes' if r['complete'] else '**no**: ' + str(r['stopped'])}"
                  f" | {r['seconds']:,} | {r['cpu_seconds']:,} | {r['part_peak_rss_mb']:,} MB | "
                  f"{rate:,} | {r['ratio']} | **{r['verdict']}** | {found} | "
@@ -175,6 +186,8 @@ def main(argv=None) -> int:
                          "file at a time: each takes tens of minutes)")
     ap.add_argument("--markdown-only", action="store_true",
                     help="rewrite split.md from the split.json in --out (no runs)")
+    ap.add_argument("--compiled", action="store_true",
+                    help="run the searches on the compiled build (bin/icecheck compile first)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)   # internal: one file, JSON out
     a = ap.parse_args(argv)
     if a.measure:
@@ -198,6 +211,12 @@ def main(argv=None) -> int:
                    ("--max-states", a.max_states), ("--max-memory", a.max_memory)):
         if not v > 0:
             ap.error(f"{opt}: above 0, not {v}")
+    if a.compiled:
+        from icecheck.compiled import CompiledError, check
+        try:
+            check()
+        except CompiledError as e:
+            ap.error(f"--compiled: {e}")
     bounds = {"max_states": a.max_states, "max_memory_mb": a.max_memory,
               "time_budget_s": a.budget}
     doc = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": os.cpu_count(),
@@ -206,7 +225,7 @@ def main(argv=None) -> int:
     for path in files:
         print(f"[split] {os.path.basename(path)} ...", file=sys.stderr, flush=True)
         load = round(os.getloadavg()[0], 2)
-        row = measure_in_subprocess(path, bounds, a.workers)
+        row = measure_in_subprocess(path, bounds, a.workers, a.compiled)
         row.update(date=time.strftime("%Y-%m-%d %H:%M:%S"), load_before=load,
                    load_after=round(os.getloadavg()[0], 2))
         print(f"[split] {os.path.basename(path)}: {row['states']:,} states, "

@@ -61,3 +61,15 @@ def test_bad_options_exit_2(args, tmp_path, capsys):
         S.main([*args, "--out", str(tmp_path)])
     assert e.value.code == 2
     assert args[0] in capsys.readouterr().err
+
+
+def test_compiled_without_a_usable_build_exits_2(tmp_path, capsys, monkeypatch):
+    """--compiled checks the build before any search (not a traceback from a child that
+    refused it)."""
+    monkeypatch.setenv("ICECHECK_COMPILED_DIR", str(tmp_path / "nothing-here"))
+    with pytest.raises(SystemExit) as e:
+        S.main(["--compiled", "--files", "scheduled.yaml", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--compiled: no compiled build in" in err and "bin/icecheck compile" in err
+    assert not (tmp_path / "split.json").exists()
