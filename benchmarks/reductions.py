@@ -168,7 +168,8 @@ def markdown(doc: dict) -> str:
               "off -> on | CPU s off -> on | same? |", "|---|---|---|---|---|---|---|"]
         for row in doc["subjects"]:
             c = row["levers"][lever]
-            cut = "" if row["on"]["complete"] else f" (depth {row['on']['depth']})"
+            cut = (f" (through depth {row['on']['max_depth']})" if row["on"]["max_depth"]
+                   else "" if row["on"]["complete"] else f" (cut: {row['on']['stopped']})")
             L.append(f"| {row['subject']}{cut} | {c['states'][0]:,} -> {c['states'][1]:,} | "
                      f"{c['ratio']} | {c['transitions'][0]:,} -> {c['transitions'][1]:,} | "
                      f"{c['final_states'][0]:,} -> {c['final_states'][1]:,} | "
