@@ -35,7 +35,7 @@ from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
 from icecheck.engines.por import applies as por_applies, independent, sleep_after
-from icecheck.engines.symmetry import Fingerprinter, check_bounds
+from icecheck.engines.symmetry import Fingerprinter, check_bounds, read_whole
 from icecheck.models import system as S
 from icecheck.models.commands import PlanError
 from icecheck.models.metadata import TableMetadata
@@ -277,7 +277,7 @@ def _writer_part(w, fp: Fingerprinter, p) -> tuple:
     """What the properties read of a writer, under the permutation ``p`` (``_writer_key``)."""
     d = fp.obj_digest
     return (fp.str_code(w.name, p), w.attempt,
-            tuple(d(r, p) if r.applied or r.outcome == S.COMMITTED
+            tuple(d(r, p) if read_whole(r)
                   else (r.index, r.outcome, r.attempts) for r in w.history),
             None if w.phantom_id is None else (p.int_(w.phantom_id), d(w.operation, p)),
             # a streaming sink: whether it finished its source (properties/delivery.py judges
