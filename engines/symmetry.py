@@ -21,7 +21,8 @@ fix everything else), so the lift of ``p`` is a bijection on states whose invers
 state is ``min over p in G of H(lift(p)(s))`` where ``H`` is blake2b over an injective encoding
 and ``G`` is the group of permutations of interchangeable writers (writers whose programs are equal
 once their own tags are renamed, see ``symmetry_classes``). Two states get the same canonical
-fingerprint iff they are in the same G-orbit (up to a 128-bit hash collision).
+fingerprint iff they are in the same G-orbit (up to a 128-bit hash collision) once what a
+fingerprint leaves out of failed operations' records (below) is blanked.
 
 Precondition (checked by ``check_bounds``): the non-writer ints of the state stay below 100
 (bounded runs: sequence numbers, versions, positions, counts), the keys are below 100, and the
