@@ -147,7 +147,8 @@ def markdown(doc: dict) -> str:
               f"recorded it (with few parts per core, largest first: engines/split.py); "
               f"{doc['workers']} ran at once, so the largest ones set the wall time.", ""]
         for r in with_parts:
-            L.append(f"* {os.path.basename(r['pipeline'])}: " + "; ".join(
+            build = " (compiled build)" if r.get("compiled") else ""
+            L.append(f"* {os.path.basename(r['pipeline'])}{build}: " + "; ".join(
                 f"{q['part']}: {q['states']:,} in {q['seconds']:,.0f} s"
                 + (f", started {q['started']}" if "started" in q else "")
                 + ("" if q["complete"] else f" ({q['stopped']})") for q in r["part_results"]))
@@ -159,10 +160,10 @@ def markdown(doc: dict) -> str:
               f"{wb.get('max_states', 0):,} states, {wb.get('time_budget_s')} s):", "",
               "| pipeline | states | finished? | s | peak RSS | verdict |",
               "|---|---|---|---|---|---|"]
-        for r in doc["pipelines"]:
-            w = whole.get(r["pipeline"])
+        for name in dict.fromkeys(r["pipeline"] for r in doc["pipelines"]):
+            w = whole.get(name)
             if w:
-                L.append(f"| {os.path.basename(r['pipeline'])} | {w['states']:,} | "
+                L.append(f"| {os.path.basename(name)} | {w['states']:,} | "
                          f"{'yes' if w['complete'] else 'no: ' + str(w['stopped'])} | "
                          f"{w['seconds']} | {w['peak_rss_mb']:,.0f} MB | {w['verdict']} |")
     return "\n".join(L) + "\n"
@@ -182,8 +183,9 @@ def main(argv=None) -> int:
                     help="resident MB per part")
     ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
     ap.add_argument("--keep", action="store_true",
-                    help="keep the rows of split.json in --out for the files not run now (a "
-                         "file at a time: each takes tens of minutes)")
+                    help="keep the rows of split.json in --out for the files not run now, on "
+                         "the build not run now (a file at a time: each takes tens of "
+                         "minutes)")
     ap.add_argument("--markdown-only", action="store_true",
                     help="rewrite split.md from the split.json in --out (no runs)")
     ap.add_argument("--compiled", action="store_true",
@@ -239,9 +241,12 @@ def main(argv=None) -> int:
                 old = json.load(f)
         except (OSError, ValueError):
             old = {}
-        now = {r["pipeline"] for r in doc["pipelines"]}
-        kept = [r for r in old.get("pipelines", []) if r["pipeline"] not in now]
-        doc["pipelines"] = sorted(kept + doc["pipelines"], key=lambda r: r["pipeline"])
+        # a file's row on the Python source and its row on the compiled build are two rows
+        def key(r):
+            return r["pipeline"], bool(r.get("compiled"))
+        now = {key(r) for r in doc["pipelines"]}
+        kept = [r for r in old.get("pipelines", []) if key(r) not in now]
+        doc["pipelines"] = sorted(kept + doc["pipelines"], key=key)
         if kept:        # rows of earlier runs: each row has its own date and loads
             doc["kept_from"] = old.get("date")
     doc["unsplit"] = {k: v for k, v in _unsplit(a.out).items()

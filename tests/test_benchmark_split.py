@@ -73,3 +73,22 @@ def test_compiled_without_a_usable_build_exits_2(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "--compiled: no compiled build in" in err and "bin/icecheck compile" in err
     assert not (tmp_path / "split.json").exists()
+
+
+def test_keep_keeps_a_files_row_on_the_other_build(tmp_path):
+    """A file's row on the compiled build and its row on the Python source are two rows: a run
+    on one build with --keep replaces only that build's row."""
+    assert _run(tmp_path) == 0
+    old = json.loads((tmp_path / "split.json").read_text())
+    compiled = dict(old["pipelines"][0], compiled=True, states=7)
+    old["pipelines"].append(compiled)
+    (tmp_path / "split.json").write_text(json.dumps(old))
+    assert _run(tmp_path, "--keep") == 0
+    doc = json.loads((tmp_path / "split.json").read_text())
+    assert [(r["pipeline"], r["compiled"]) for r in doc["pipelines"]] == [
+        ("benchmarks/pipelines/scheduled.yaml", False),
+        ("benchmarks/pipelines/scheduled.yaml", True)]
+    assert doc["pipelines"][1]["states"] == 7 and doc["pipelines"][0]["states"] != 7
+    md = (tmp_path / "split.md").read_text()
+    assert "| scheduled.yaml (compiled build) | 5 | 8 | 7 |" in md
+    assert "* scheduled.yaml (compiled build): " in md
