@@ -27,7 +27,6 @@ together (atomic).
 from __future__ import annotations
 
 import argparse
-import glob
 import hashlib
 import json
 import os
@@ -43,11 +42,18 @@ GROUPS = ("canonical", "others", "examples", "realistic")
 MAX_DEPTH = 14
 
 
-def subjects(groups) -> list[str]:
-    """The subjects of ``groups``, each named ``group:id``, in a fixed order."""
+def _spec() -> dict:
+    """benchmarks/configs.yaml (the canonical and smaller configurations)."""
     import yaml
     with open(os.path.join(ROOT, "benchmarks", "configs.yaml")) as f:
-        spec = yaml.safe_load(f)
+        return yaml.safe_load(f)
+
+
+def subjects(groups) -> list[str]:
+    """The subjects of ``groups``, each named ``group:id``, in a fixed order."""
+    from benchmarks.pipelines import pipeline_files
+    from benchmarks.run import example_pipelines
+    spec = _spec()
     out = []
     for g in groups:
         if g == "canonical":
@@ -55,23 +61,18 @@ def subjects(groups) -> list[str]:
         elif g == "others":
             out += [f"others:{e['id']}" for e in spec["others"]]
         elif g == "examples":
-            out += [f"examples:{os.path.basename(p)}"
-                    for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.yaml")))]
+            out += [f"examples:{os.path.basename(p)}" for p in example_pipelines()]
         elif g == "realistic":
-            out += [f"realistic:{os.path.basename(p)}" for p in
-                    sorted(glob.glob(os.path.join(ROOT, "benchmarks", "pipelines", "*.yaml")))]
+            out += [f"realistic:{os.path.basename(p)}" for p in pipeline_files()]
     return out
 
 
 def config_of(subject: str):
     """The configuration a subject names (``ValueError`` for one that names nothing)."""
-    import yaml
-
     from benchmarks.run import _cfg
     from icecheck.pipelines.load import load_pipeline
     group, _, name = subject.partition(":")
-    with open(os.path.join(ROOT, "benchmarks", "configs.yaml")) as f:
-        spec = yaml.safe_load(f)
+    spec = _spec()
     if group == "canonical" and name in spec["canonical"]["profiles"]:
         return _cfg(spec["canonical"], name)
     if group == "others":
@@ -210,9 +211,10 @@ def main(argv=None) -> int:
     doc = bench(names, a.max_depth, lambda m: print(m, file=sys.stderr, flush=True))
     from icecheck.traces.format import write_together
     os.makedirs(a.out, exist_ok=True)
+    md = markdown(doc)
     write_together({os.path.join(a.out, "reductions.json"): json.dumps(doc, indent=2) + "\n",
-                    os.path.join(a.out, "reductions.md"): markdown(doc)})
-    print(markdown(doc))
+                    os.path.join(a.out, "reductions.md"): md})
+    print(md)
     return 0
 
 

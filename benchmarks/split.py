@@ -110,6 +110,12 @@ def _unsplit(out: str) -> dict:
     return {k: dict(r, bounds=doc.get("bounds", {})) for k, r in rows.items()}
 
 
+def _name(row: dict) -> str:
+    """A row's file name, and the build it ran on when not the Python source."""
+    return os.path.basename(row["pipeline"]) + (" (compiled build)" if row.get("compiled")
+                                                else "")
+
+
 def markdown(doc: dict) -> str:
     b = doc["bounds"]
     L = ["# Pipelines of realistic size, searched to the end: the split search", "",
@@ -133,8 +139,7 @@ def markdown(doc: dict) -> str:
         found = "; ".join(f"{a['property']} ({a['status']}, {a['length']})"
                           for a in r["anomalies"]) or "none"
         rate = round(r["states"] / r["seconds"]) if r["seconds"] else 0
-        build = " (compiled build)" if r.get("compiled") else ""
-        L.append(f"| {os.path.basename(r['pipeline'])}{build} | {r['jobs']} | {r['parts']} | "
+        L.append(f"| {_name(r)} | {r['jobs']} | {r['parts']} | "
                  f"{r['states']:,} | {'yes' if r['complete'] else '**no**: ' + str(r['stopped'])}"
                  f" | {r['seconds']:,} | {r['cpu_seconds']:,} | {r['part_peak_rss_mb']:,} MB | "
                  f"{rate:,} | {r['ratio']} | **{r['verdict']}** | {found} | "
@@ -147,8 +152,7 @@ def markdown(doc: dict) -> str:
               f"recorded it (with few parts per core, largest first: engines/split.py); "
               f"{doc['workers']} ran at once, so the largest ones set the wall time.", ""]
         for r in with_parts:
-            build = " (compiled build)" if r.get("compiled") else ""
-            L.append(f"* {os.path.basename(r['pipeline'])}{build}: " + "; ".join(
+            L.append(f"* {_name(r)}: " + "; ".join(
                 f"{q['part']}: {q['states']:,} in {q['seconds']:,.0f} s"
                 + (f", started {q['started']}" if "started" in q else "")
                 + ("" if q["complete"] else f" ({q['stopped']})") for q in r["part_results"]))
