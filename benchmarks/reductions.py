@@ -9,7 +9,9 @@ process only):
 * ``doomed_swaps``: ``engines/por.py``'s persistent set, a swap that loses its race explored
   alone (``DOOMED_SWAPS``);
 * ``failed_records``: fingerprints that leave out most of a failed operation's record
-  (``engines/symmetry.py``, ``LEAVE_OUT_FAILED``).
+  (``engines/symmetry.py``, ``LEAVE_OUT_FAILED``);
+* ``lost_attempts``: fingerprints that leave out what attempts that lost their race wrote
+  (``engines/symmetry.py``, ``LEAVE_OUT_LOST``; ``WriterState.lost``).
 
 Writer symmetry and the sleep sets are measured elsewhere (the benchmark's "unreduced" runs in
 reports/benchmarks.md). The subjects: the canonical configurations and the smaller ones of
@@ -36,7 +38,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: lever -> (module, constant that turns it off when False)
 LEVERS = {"doomed_swaps": ("icecheck.engines.por", "DOOMED_SWAPS"),
-          "failed_records": ("icecheck.engines.symmetry", "LEAVE_OUT_FAILED")}
+          "failed_records": ("icecheck.engines.symmetry", "LEAVE_OUT_FAILED"),
+          "lost_attempts": ("icecheck.engines.symmetry", "LEAVE_OUT_LOST")}
 GROUPS = ("canonical", "others", "examples", "realistic")
 #: BFS levels of a realistic pipeline searched on each side (about half a million states)
 MAX_DEPTH = 14
@@ -162,7 +165,9 @@ def markdown(doc: dict) -> str:
          "the final outcomes and the \"sometimes\" events are all equal.", ""]
     titles = {"doomed_swaps": "Doomed swaps explored alone (engines/por.py)",
               "failed_records": "Most of a failed operation's record left out of fingerprints "
-                                "(engines/symmetry.py)"}
+                                "(engines/symmetry.py)",
+              "lost_attempts": "What attempts that lost their race wrote left out of "
+                               "fingerprints (engines/symmetry.py)"}
     for lever in doc["levers"]:
         L += [f"## {titles.get(lever, lever)}", "",
               "| subject | states off -> on | ratio | transitions off -> on | final states "

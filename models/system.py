@@ -37,7 +37,7 @@ from . import schedule as sched
 from . import transaction as txn_
 from .operations import (APPEND, CHERRY_PICK, EXPIRE_SNAPSHOTS, METADATA_KINDS, REF_KINDS,
                          OVERWRITE, REWRITE_MANIFESTS, TRANSACTION, UPGRADE_FORMAT)
-from .metadata import TableMetadata, snapshot_files_key
+from .metadata import Manifest, ManifestList, TableMetadata, snapshot_files_key
 from .operations import NothingToDo, Operation
 from .producer import produce_snapshot, validate_operation
 from .commands_spec import ADD_FILES, EXPIRE as EXPIRE_COMMAND, MERGE as MERGE_COMMAND
@@ -224,6 +224,12 @@ class WriterState:
     pending_cache: tuple = field(default=(), metadata={"digest_omit": True})
     # a streaming sink's run (models/lifecycle.py SinkState): None for every other writer
     sink: Any = field(default=None, metadata={"digest_omit_default": True})
+    # the paths of what this writer's attempts that lost their race wrote (the metadata file,
+    # its manifest list and new manifests; ``Model._lost_paths``): objects nothing reads again.
+    # Bookkeeping for the checker, which leaves them out of fingerprints (engines/symmetry.py);
+    # left out of digests, since the store holds the objects themselves
+    lost: tuple[str, ...] = field(default=(), metadata={"digest_omit": True,
+                                                        "fingerprint_omit": True})
 
     @property
     def active(self) -> bool:
@@ -451,7 +457,8 @@ def canonical(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         # a field marked digest_omit_default (added after traces were recorded) is left out
         # while it holds its default, so recorded digests stay valid; one marked digest_omit is
-        # always left out: it is fixed by the writer's profile, which the configuration records
+        # always left out: it is fixed by the writer's profile, which the configuration records,
+        # or by the rest of the state (``WriterState.lost``: paths of objects the store holds)
         return [type(value).__name__] + [canonical(getattr(value, f.name)) for f in fields(value)
                                          if f.compare and not f.metadata.get("digest_omit")
                                          and not (f.metadata.get("digest_omit_default")
@@ -507,6 +514,15 @@ class Model:
         self._sinks = {s.writer: s for s in config.sinks}   # see models/lifecycle.py
         #: each writer's client (models/clients.py): its swap, and which faults reach it
         self._clients = {c.writer: c for c in config.clients}
+        #: record what lost attempts wrote (``WriterState.lost``, ``_lost_paths``)? Not where
+        #: anything may read those objects again: a clean-up after a phantom failure deletes
+        #: the attempts' objects it kept (``_clean_all``), remove_orphan_files lists and
+        #: deletes every unreferenced file and names them in its report, and a clock stamps
+        #: each object (models/clock.py)
+        self._track_lost = not (config.phantom_failures or config.ticks or any(
+            c.applied_failed for c in config.clients) or any(
+            getattr(i, "kind", None) in (ORPHANS_COMMAND, REMOVE_ORPHAN_FILES)
+            for p in config.writers for entry in p.entries for i in entry))
         self._lockers = frozenset(c.writer for c in config.clients
                                   if clients_.needs_lock_step(c.kind))
 
@@ -1398,16 +1414,54 @@ class Model:
             return self._finish(state, w, COMMITTED, None, snapshot_id=w.pending_snapshot_id,
                                 seq=seq, applied=True, catalog=result.catalog,
                                 snapshot_ids=self._transaction_ids(w))
+        lost = self._lost_paths(state, w)
         if w.attempt < self._retries(w):
             retry = replace(w, phase=WRITTEN, attempt=w.attempt + 1, refreshed_path=None,
                             pending_path=None, pending_snapshot_id=None,
-                            filter_cache=w.pending_cache or w.filter_cache, pending_cache=())
+                            filter_cache=w.pending_cache or w.filter_cache, pending_cache=(),
+                            lost=lost)
             return self._put_writer(state, retry)
         # retries exhausted: SnapshotProducer.commit's catch (CommitFailedException is a
         # CleanableFailure) runs cleanAll, which after a phantom failure deletes objects the
         # table references, as in _cas_applied_failed (``_clean_all``)
-        return self._finish(state, w, COMMIT_FAILED, result.message, "commit",
-                            store=self._clean_all(state, w))
+        return self._finish(state, replace(w, lost=lost), COMMIT_FAILED, result.message,
+                            "commit", store=self._clean_all(state, w))
+
+    def _lost_paths(self, state: State, w: WriterState) -> tuple[str, ...]:
+        """``w.lost`` once its pending attempt has lost its race (a plain swap the catalog
+        refused): with the paths of what the attempt wrote, its metadata file and the manifest
+        lists and manifests it reaches that the metadata it refreshed to does not. Nothing
+        reads them again: the pointer never names this metadata file (each applied swap
+        raises the version past it), no snapshot the table or a record names is the attempt's
+        (its id, ``slot * 1000 + metadata_writes``, is never used again), the next attempt
+        writes under new names and reuses none of them (the filter cache keeps which files a
+        manifest's filter removed, not what it wrote), and the clean-up of an attempt nothing
+        committed is not modelled (``_clean_all``). Unchanged where ``_track_lost`` is off,
+        and after a phantom failure (the writer's snapshot may be in the table)."""
+        if not self._track_lost or w.phantom_id is not None or w.pending_path is None:
+            return w.lost
+        objs = state.store._objects
+        new = objs.get(w.pending_path)
+        base = objs.get(w.refreshed_path)
+        if type(new) is not TableMetadata or type(base) is not TableMetadata:
+            return w.lost
+        old_lists = {s.manifest_list for s in base.snapshots}
+        old_manifests: set | None = None
+        out = [w.pending_path]
+        for snap in new.snapshots:
+            lpath = snap.manifest_list
+            if lpath in old_lists or lpath in out:
+                continue
+            mlist = objs.get(lpath)
+            if type(mlist) is not ManifestList:
+                continue
+            out.append(lpath)
+            if old_manifests is None:
+                old_manifests = {m for s in base.snapshots
+                                 for m in getattr(objs.get(s.manifest_list), "manifests", ())}
+            out.extend(m for m in mlist.manifests if m not in old_manifests
+                       and type(objs.get(m)) is Manifest and m not in out)
+        return w.lost + tuple(out)
 
     def doomed_swap(self, state: State, w: WriterState) -> bool:
         """Will ``w``'s next step, a plain ``cas``, lose its race whatever the other writers do

@@ -14,7 +14,7 @@ SUBJECTS = "others:mor-snapshot-3w1op-r1,examples:backfill-add-files-retried.yam
 def test_reductions_benchmark_runs_end_to_end(tmp_path):
     assert R.main(["--subjects", SUBJECTS, "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "reductions.json").read_text())
-    assert doc["levers"] == ["doomed_swaps", "failed_records"]
+    assert doc["levers"] == ["doomed_swaps", "failed_records", "lost_attempts"]
     assert [r["subject"] for r in doc["subjects"]] == SUBJECTS.split(",")
     for row in doc["subjects"]:
         assert row["on"]["complete"] and row["on"]["off"] is None
@@ -22,12 +22,12 @@ def test_reductions_benchmark_runs_end_to_end(tmp_path):
             assert c["off"]["off"] == lever
             assert c["states"][0] >= c["states"][1] == row["on"]["states"]
             assert c["same"] and not c["differ"]
-    # both levers drop states on the small configuration with a retry (measured here, not
+    # every lever drops states on the small configuration with a retry (measured here, not
     # pinned: tests/test_state_counts.py pins the counts)
     mor = doc["subjects"][0]["levers"]
     assert all(c["states"][0] > c["states"][1] for c in mor.values())
     md = (tmp_path / "reductions.md").read_text()
-    assert md.count("| others:mor-snapshot-3w1op-r1 | ") == 2
+    assert md.count("| others:mor-snapshot-3w1op-r1 | ") == 3
     assert "## Doomed swaps explored alone" in md and "| yes |" in md
     # --markdown-only writes the same Markdown from the JSON
     (tmp_path / "reductions.md").write_text("")

@@ -4,7 +4,7 @@ A search stopped part-way (by --max-states, Ctrl-C, the memory bound) and resume
 checkpoint must give exactly what an uninterrupted search gives: states, transitions, counts,
 coverage, verdicts, shortest counterexamples and their traces. A checkpoint of another search,
 of another model, or a damaged one is refused with one line naming the option. Every run here
-is bounded by state counts (the configuration has 525 states); nothing is timed.
+is bounded by state counts (the configuration has 517 states); nothing is timed.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def signature(r) -> tuple:
 @pytest.fixture(scope="module")
 def full():
     r = search(CFG, engine="bfs", workers=1)
-    assert r.complete and r.states == 525 and r.violations     # something to trace
+    assert r.complete and r.states == 517 and r.violations     # something to trace
     return r
 
 

@@ -10,6 +10,7 @@ the worker count.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -222,31 +223,39 @@ def test_no_doomed_swap_without_retries_or_against_a_last_writer_wins_catalog():
 
 
 def _masked(s):
-    """``s`` with what a fingerprint leaves out of a failed operation's record blanked
-    (engines/symmetry.py): its start, plan, message, check, sequence numbers, and its intent
-    but for its kind."""
+    """``s`` with what a fingerprint leaves out blanked (engines/symmetry.py): of a failed
+    operation's record, its start, plan, message, check, sequence numbers, and its intent but
+    for its kind; of the store, what lost attempts wrote (``WriterState.lost``)."""
     import dataclasses
 
     from icecheck.engines.symmetry import _left_out
+    from icecheck.models.store import ObjectStore
 
     def mask(r):
         return dataclasses.replace(r, intent=type(r.intent).__name__, operation=None,
                                    message=None, check=None, base_snapshot_id=None,
                                    sequence_number=None, snapshot_ids=())
-    return dataclasses.replace(s, writers=tuple(
+    lost = {p for w in s.writers for p in w.lost}
+    store = ObjectStore({p: o for p, o in s.store.archive().items() if p not in lost},
+                        s.store.deleted - lost)
+    return dataclasses.replace(s, store=store, writers=tuple(
         dataclasses.replace(w, history=tuple(mask(r) if _left_out(r) else r
                                              for r in w.history)) for w in s.writers))
 
 
+@pytest.mark.parametrize("retries", [0, 2])
 @pytest.mark.parametrize("leave_out", [False, True])
-def test_fingerprint_matches_model_digest_equality(leave_out, monkeypatch):
+def test_fingerprint_matches_model_digest_equality(leave_out, retries, monkeypatch):
     """Without symmetry, equal fingerprints <=> equal model digests (an injective encoding) of
-    the states with what a fingerprint leaves out of failed operations' records blanked (with
-    that turned off, of the states themselves). Walked by digest: every distinct state."""
+    the states with what a fingerprint leaves out blanked (failed operations' records, lost
+    attempts' objects; with that turned off, of the states themselves). Walked by digest:
+    every distinct state (up to 3,000), with and without retries (a lost race then ends the
+    command, or sends it back to try again)."""
     from icecheck.engines import symmetry
     monkeypatch.setattr(symmetry, "LEAVE_OUT_FAILED", leave_out)
+    monkeypatch.setattr(symmetry, "LEAVE_OUT_LOST", leave_out)
     cfg = with_retries(mix_config("spark-3.5-mor-serializable", 2, 2, ("delete", "update"), 1),
-                       0)
+                       retries)
     model = model_for(cfg)
     seen, todo = {}, [model.initial()]
     while todo and len(seen) < 3000:
@@ -262,8 +271,10 @@ def test_fingerprint_matches_model_digest_equality(leave_out, monkeypatch):
         keys.add(key)
     assert all(len(v) == 1 for v in by_fp.values())
     assert len(keys) == len(by_fp)
-    # with it on, some distinct states share a fingerprint (failed operations are there)
+    # with it on, some distinct states share a fingerprint (failed operations are there,
+    # and lost races)
     assert (len(by_fp) < len(seen)) == leave_out
+    assert any(w.lost for s in seen.values() for w in s.writers)
 
 
 def test_lift_is_a_group_action_and_bijection():
@@ -515,11 +526,12 @@ def test_states_of_one_judge_key_have_one_verdict(config):
 @pytest.mark.parametrize("config", MIXES, ids=lambda c: f"{c[0]}-{'-'.join(c[3])}")
 def test_states_of_one_fingerprint_behave_alike(config):
     """A fingerprint leaves out most of the record of an operation that neither applied nor
-    was told it committed (engines/symmetry.py), so the search keeps one state of those that
-    differ only there. On every state of these searches, walked without symmetry and
-    deduplicated by exact content, states of one fingerprint must have the same verdict, the
-    same enabled actions, successors of the same fingerprints and the same outcome, at the
-    same depth; and some fingerprints must join states whose records differ."""
+    was told it committed, and what attempts that lost their race wrote (engines/symmetry.py),
+    so the search keeps one state of those that differ only there. On every state of these
+    searches, walked without symmetry and deduplicated by exact content, states of one
+    fingerprint must have the same verdict, the same enabled actions, successors of the same
+    fingerprints and the same outcome, at the same depth; and some fingerprints must join
+    states whose records or lost attempts differ."""
     from icecheck.properties import analysis
     *args, retries, flags = config
     cfg = with_retries(mix_config(*args, **flags), retries)
@@ -540,8 +552,65 @@ def test_states_of_one_fingerprint_behave_alike(config):
         seen[fp] = behaviour
     from icecheck.models.system import COMMITTED
     if any(not r.applied and r.outcome != COMMITTED
-           for s in states for w in s.writers for r in w.history):
+           for s in states for w in s.writers for r in w.history) or any(
+            w.lost for s in states for w in s.writers):
         assert joined
+
+
+def _strings(obj, out: set) -> None:
+    """Every string inside a model value (fields, tuples, sets, dicts), into ``out``."""
+    import dataclasses
+    if type(obj) is str:
+        out.add(obj)
+    elif isinstance(obj, (tuple, list, frozenset, set)):
+        for x in obj:
+            _strings(x, out)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _strings(k, out)
+            _strings(v, out)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _strings(getattr(obj, f.name), out)
+
+
+@pytest.mark.parametrize("config", MIXES, ids=lambda c: f"{c[0]}-{'-'.join(c[3])}")
+def test_nothing_names_what_lost_attempts_wrote(config):
+    """What a fingerprint leaves out of the store (``WriterState.lost``, ``Model._lost_paths``:
+    the metadata file, manifest list and new manifests of an attempt that lost its race) must
+    be what nothing reads again. On every state of these searches: each lost path is in the
+    store, never deleted, and not named by anything a step or a property can start from (the
+    catalog, every writer's other fields, its finished records) nor by any object those name,
+    transitively (the metadata log, snapshots, manifest lists, manifests, files); and where a
+    phantom failure may put an attempt's snapshot in the table, nothing is marked lost."""
+    *args, retries, flags = config
+    cfg = with_retries(mix_config(*args, **flags), retries)
+    _, states = walk(cfg, 4000, exact=True, symmetry=False)
+    marked = 0
+    for s in states:
+        lost = {p for w in s.writers for p in w.lost}
+        if not lost:
+            continue
+        assert not flags.get("phantom_failures")
+        marked += 1
+        objs = s.store.archive()
+        assert lost <= set(objs) and not lost & s.store.deleted
+        roots: set = set()
+        _strings(s.catalog, roots)
+        for w in s.writers:
+            _strings(dataclasses.replace(w, lost=()), roots)
+        reach, todo = set(), [r for r in roots if r in objs]
+        while todo:
+            path = todo.pop()
+            if path in reach:
+                continue
+            reach.add(path)
+            names: set = set()
+            _strings(objs[path], names)
+            todo.extend(n for n in names if n in objs and n not in reach)
+        assert not lost & reach, sorted(lost & reach)
+    if retries and cfg.catalog == "cas" and not flags.get("phantom_failures"):
+        assert marked       # the search has lost races, and marks them
 
 
 @pytest.mark.parametrize("config", MIXES, ids=lambda c: f"{c[0]}-{'-'.join(c[3])}")
