@@ -224,12 +224,13 @@ class WriterState:
     pending_cache: tuple = field(default=(), metadata={"digest_omit": True})
     # a streaming sink's run (models/lifecycle.py SinkState): None for every other writer
     sink: Any = field(default=None, metadata={"digest_omit_default": True})
-    # the paths of what this writer's attempts that lost their race wrote (the metadata file,
-    # its manifest list and new manifests; ``Model._lost_paths``): objects nothing reads again.
-    # Bookkeeping for the checker, which leaves them out of fingerprints (engines/symmetry.py);
-    # left out of digests, since the store holds the objects themselves
-    lost: tuple[str, ...] = field(default=(), metadata={"digest_omit": True,
-                                                        "fingerprint_omit": True})
+    # the paths of what this writer's attempts that lost their race wrote, one tuple per
+    # attempt (its metadata file, then the manifest lists and new manifests it reaches;
+    # ``Model._lost_paths``): objects nothing reads again. Bookkeeping for the checker, which
+    # leaves them out of fingerprints (engines/symmetry.py); left out of digests, since the
+    # store holds the objects themselves
+    lost: tuple[tuple[str, ...], ...] = field(default=(), metadata={
+        "digest_omit": True, "fingerprint_omit": True})
 
     @property
     def active(self) -> bool:
@@ -1427,7 +1428,7 @@ class Model:
         return self._finish(state, replace(w, lost=lost), COMMIT_FAILED, result.message,
                             "commit", store=self._clean_all(state, w))
 
-    def _lost_paths(self, state: State, w: WriterState) -> tuple[str, ...]:
+    def _lost_paths(self, state: State, w: WriterState) -> tuple[tuple[str, ...], ...]:
         """``w.lost`` once its pending attempt has lost its race (a plain swap the catalog
         refused): with the paths of what the attempt wrote, its metadata file and the manifest
         lists and manifests it reaches that the metadata it refreshed to does not. Nothing
@@ -1461,7 +1462,7 @@ class Model:
                                  for m in getattr(objs.get(s.manifest_list), "manifests", ())}
             out.extend(m for m in mlist.manifests if m not in old_manifests
                        and type(objs.get(m)) is Manifest and m not in out)
-        return w.lost + tuple(out)
+        return w.lost + (tuple(out),)
 
     def doomed_swap(self, state: State, w: WriterState) -> bool:
         """Will ``w``'s next step, a plain ``cas``, lose its race whatever the other writers do

@@ -235,7 +235,7 @@ def _masked(s):
         return dataclasses.replace(r, intent=type(r.intent).__name__, operation=None,
                                    message=None, check=None, base_snapshot_id=None,
                                    sequence_number=None, snapshot_ids=())
-    lost = {p for w in s.writers for p in w.lost}
+    lost = {p for w in s.writers for group in w.lost for p in group}
     store = ObjectStore({p: o for p, o in s.store.archive().items() if p not in lost},
                         s.store.deleted - lost)
     return dataclasses.replace(s, store=store, writers=tuple(
@@ -588,13 +588,16 @@ def test_nothing_names_what_lost_attempts_wrote(config):
     _, states = walk(cfg, 4000, exact=True, symmetry=False)
     marked = 0
     for s in states:
-        lost = {p for w in s.writers for p in w.lost}
+        lost = {p for w in s.writers for group in w.lost for p in group}
         if not lost:
             continue
         assert not flags.get("phantom_failures")
         marked += 1
         objs = s.store.archive()
         assert lost <= set(objs) and not lost & s.store.deleted
+        # one group per lost attempt, its metadata file first (``Fingerprinter._lost_sum``)
+        assert all(type(objs[g[0]]).__name__ == "TableMetadata" for w in s.writers
+                   for g in w.lost)
         roots: set = set()
         _strings(s.catalog, roots)
         for w in s.writers:
