@@ -442,6 +442,12 @@ def _shared_path(w: "WriterState") -> str | None:
     return None
 
 
+def _runs_any(config: "ModelConfig", kinds: tuple) -> bool:
+    """Does any writer's program run a command or operation of one of ``kinds``?"""
+    return any(getattr(i, "kind", None) in kinds
+               for p in config.writers for entry in p.entries for i in entry)
+
+
 class StepError(ValueError):
     """An action that is not enabled in the state (a malformed or drifted trace)."""
 
@@ -490,10 +496,8 @@ class Model:
         #: writer may expire snapshots: an expiry committed between the job's planning and its
         #: tasks fails it (``_reads_late``), an interleaving fusing would remove
         #: (or remove orphan files, which deletes what a job wrote and may read)
-        self._split_write = config.fuse_local_steps and any(
-            getattr(i, "kind", None) in (EXPIRE_COMMAND, EXPIRE_SNAPSHOTS, ORPHANS_COMMAND,
-                                         REMOVE_ORPHAN_FILES)
-            for p in config.writers for entry in p.entries for i in entry)
+        self._split_write = config.fuse_local_steps and _runs_any(
+            config, (EXPIRE_COMMAND, EXPIRE_SNAPSHOTS, ORPHANS_COMMAND, REMOVE_ORPHAN_FILES))
         self._ticks = config.ticks          # see action_parts, models/clock.py
         self._tick_parts: dict = {}         # see _with_tick
         self._plans: dict[tuple, tuple] = {}   # see _plan
@@ -521,9 +525,8 @@ class Model:
         #: deletes every unreferenced file and names them in its report, and a clock stamps
         #: each object (models/clock.py)
         self._track_lost = not (config.phantom_failures or config.ticks or any(
-            c.applied_failed for c in config.clients) or any(
-            getattr(i, "kind", None) in (ORPHANS_COMMAND, REMOVE_ORPHAN_FILES)
-            for p in config.writers for entry in p.entries for i in entry))
+            c.applied_failed for c in config.clients) or _runs_any(
+            config, (ORPHANS_COMMAND, REMOVE_ORPHAN_FILES)))
         self._lockers = frozenset(c.writer for c in config.clients
                                   if clients_.needs_lock_step(c.kind))
 
