@@ -558,11 +558,11 @@ class Fingerprinter:
         total = 0
         k = p.index
         for group in groups:
-            md = objs[group[0]].__dict__
-            got = md.get(_LOST_ATTR)
+            meta = objs[group[0]]
+            got = meta.__dict__.get(_LOST_ATTR)
             if got is None or got[0] is not self or got[1] != group:
                 got = (self, group, [None] * self.nperms)
-                object.__setattr__(objs[group[0]], _LOST_ATTR, got)
+                object.__setattr__(meta, _LOST_ATTR, got)
             v = got[2][k]
             if v is None:
                 v = 0
