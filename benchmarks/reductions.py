@@ -11,7 +11,9 @@ process only):
 * ``failed_records``: fingerprints that leave out most of a failed operation's record
   (``engines/symmetry.py``, ``LEAVE_OUT_FAILED``);
 * ``lost_attempts``: fingerprints that leave out what attempts that lost their race wrote
-  (``engines/symmetry.py``, ``LEAVE_OUT_LOST``; ``WriterState.lost``).
+  (``engines/symmetry.py``, ``LEAVE_OUT_LOST``; ``WriterState.lost``);
+* ``lost_races``: fingerprints that leave out how many races a writer lost where that can no
+  longer matter (``engines/symmetry.py``, ``MERGE_LOSSES``; ``Model.fingerprint_writers``).
 
 Writer symmetry and the sleep sets are measured elsewhere (the benchmark's "unreduced" runs in
 reports/benchmarks.md). The subjects: the canonical configurations and the smaller ones of
@@ -22,7 +24,8 @@ and anomalies those of the runs that end by then). Writes reports/reductions.{js
 together (atomic).
 
     bin/benchmark reductions [--subjects canonical,others,examples,realistic | NAME,...]
-        [--max-depth N] [--out DIR]              # or python -m benchmarks.reductions ...
+        [--levers L,...] [--max-depth N] [--out DIR] [--keep]
+                                                 # or python -m benchmarks.reductions ...
     bin/benchmark reductions --markdown-only     # reductions.md again from reductions.json
 """
 
@@ -39,7 +42,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: lever -> (module, constant that turns it off when False)
 LEVERS = {"doomed_swaps": ("icecheck.engines.por", "DOOMED_SWAPS"),
           "failed_records": ("icecheck.engines.symmetry", "LEAVE_OUT_FAILED"),
-          "lost_attempts": ("icecheck.engines.symmetry", "LEAVE_OUT_LOST")}
+          "lost_attempts": ("icecheck.engines.symmetry", "LEAVE_OUT_LOST"),
+          "lost_races": ("icecheck.engines.symmetry", "MERGE_LOSSES")}
 GROUPS = ("canonical", "others", "examples", "realistic")
 #: BFS levels of a realistic pipeline searched on each side (about half a million states)
 MAX_DEPTH = 14
@@ -136,13 +140,13 @@ def compare(on: dict, off: dict) -> dict:
             "same": not differ, "differ": differ}
 
 
-def bench(names: list[str], max_depth: int, log) -> dict:
+def bench(names: list[str], max_depth: int, log, levers=tuple(LEVERS)) -> dict:
     rows = []
     for subject in names:
         log(f"[reductions] {subject}: all reductions on ...")
         on = measure_in_subprocess(subject, None, max_depth)
         row = {"subject": subject, "on": on, "levers": {}}
-        for lever in LEVERS:
+        for lever in levers:
             log(f"[reductions] {subject}: {lever} off ...")
             off = measure_in_subprocess(subject, lever, max_depth)
             row["levers"][lever] = compare(on, off) | {"off": off}
@@ -151,7 +155,26 @@ def bench(names: list[str], max_depth: int, log) -> dict:
                 f"states, {'same' if c['same'] else 'DIFFERENT: ' + ', '.join(c['differ'])}")
         rows.append(row)
     return {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": os.cpu_count(),
-            "max_depth": max_depth, "levers": list(LEVERS), "subjects": rows}
+            "max_depth": max_depth, "levers": list(levers), "subjects": rows}
+
+
+def kept(doc: dict, old: dict) -> dict:
+    """``doc`` with the rows of the levers it did not run kept from ``old`` (``--keep``), for
+    the subjects both have; each lever's rows say which run they come from (``runs``)."""
+    by_subject = {row["subject"]: row for row in old.get("subjects", [])}
+    runs = dict(old.get("runs") or {lever: old["date"] for lever in old.get("levers", [])})
+    levers = [x for x in old.get("levers", []) if x not in doc["levers"]] + doc["levers"]
+    for lever in doc["levers"]:
+        runs[lever] = doc["date"]
+    rows = []
+    for row in doc["subjects"]:
+        prev = by_subject.get(row["subject"])
+        if prev is not None:
+            row["levers"] = {**{k: v for k, v in prev["levers"].items()
+                                if k not in row["levers"]}, **row["levers"]}
+        rows.append(row)
+    return {**doc, "levers": [x for x in levers if all(x in r["levers"] for r in rows)],
+            "runs": runs, "subjects": rows}
 
 
 def markdown(doc: dict) -> str:
@@ -167,9 +190,16 @@ def markdown(doc: dict) -> str:
               "failed_records": "Most of a failed operation's record left out of fingerprints "
                                 "(engines/symmetry.py)",
               "lost_attempts": "What attempts that lost their race wrote left out of "
-                               "fingerprints (engines/symmetry.py)"}
+                               "fingerprints (engines/symmetry.py)",
+              "lost_races": "How many races a writer lost left out of fingerprints where it "
+                            "can no longer matter (engines/symmetry.py, models/system.py)"}
+    runs = doc.get("runs") or {}
     for lever in doc["levers"]:
-        L += [f"## {titles.get(lever, lever)}", "",
+        L += [f"## {titles.get(lever, lever)}", ""]
+        if runs.get(lever, doc["date"]) != doc["date"]:
+            L += [f"(The run of {runs[lever]}, kept: `--keep`; its \"on\" side had the levers "
+                  "of that day.)", ""]
+        L += [
               "| subject | states off -> on | ratio | transitions off -> on | final states "
               "off -> on | CPU s off -> on | same? |", "|---|---|---|---|---|---|---|"]
         for row in doc["subjects"]:
@@ -191,6 +221,10 @@ def main(argv=None) -> int:
                     help=f"groups ({', '.join(GROUPS)}) or subjects (group:id) to run")
     ap.add_argument("--max-depth", type=int, default=MAX_DEPTH, metavar="N",
                     help="BFS levels of each realistic pipeline's searches")
+    ap.add_argument("--levers", default=",".join(LEVERS), metavar="L,...",
+                    help=f"the levers to turn off in turn ({', '.join(LEVERS)})")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the other levers' rows of the reductions.json in --out")
     ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
     ap.add_argument("--markdown-only", action="store_true",
                     help="rewrite reductions.md from the reductions.json in --out (no runs)")
@@ -213,7 +247,22 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"--subjects: {e}", file=sys.stderr)
             return 2
-    doc = bench(names, a.max_depth, lambda m: print(m, file=sys.stderr, flush=True))
+    levers = [x.strip() for x in a.levers.split(",") if x.strip()]
+    unknown = [x for x in levers if x not in LEVERS]
+    if unknown or not levers:
+        print(f"--levers: unknown lever {unknown[0] if unknown else '(none)'!r}; expected "
+              f"some of {', '.join(LEVERS)}", file=sys.stderr)
+        return 2
+    old = None
+    if a.keep:
+        try:
+            with open(os.path.join(a.out, "reductions.json")) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = None
+    doc = bench(names, a.max_depth, lambda m: print(m, file=sys.stderr, flush=True), levers)
+    if old is not None:
+        doc = kept(doc, old)
     from icecheck.traces.format import write_together
     os.makedirs(a.out, exist_ok=True)
     md = markdown(doc)

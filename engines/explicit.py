@@ -399,7 +399,7 @@ class Expander:
     """Expands states and judges them; holds the states it generated (one BFS level)."""
 
     def __init__(self, cfg: ExploreConfig, symmetry: bool, por: bool, bounds: Bounds,
-                 evaluate: bool = True):
+                 evaluate: bool = True, merge_losses: bool = True):
         from icecheck.traces.execute import model_for
         self.cfg, self.por, self.bounds, self.evaluate = cfg, por, bounds, evaluate
         from icecheck.engines import por as por_
@@ -409,6 +409,12 @@ class Expander:
         self.release = False
         self.model: Model = model_for(cfg)
         self.fp = Fingerprinter(cfg, symmetry)
+        from icecheck.engines import symmetry as symmetry_
+        if merge_losses and symmetry_.MERGE_LOSSES and self.model.merges_losses:
+            # states that differ only in how many races a writer lost, where that can no
+            # longer matter, share a fingerprint (``Model.fingerprint_writers``); they are
+            # reached at different depths, and the breadth-first search keeps the shallowest
+            self.fp.writers_of = self.model.fingerprint_writers
         self.classes = self.fp.classes
         self.outcome_classes = self.fp.writer_classes
         self.states: dict[bytes, State] = {}
@@ -1233,7 +1239,10 @@ def _dfs(cfg, symmetry, por, bounds, start, deadline, progress, stop_on, evaluat
     """Depth-first search (one process). POR with state caching: a revisited state whose stored
     pruned set is not included in the new edge's is re-expanded for the difference."""
     res = Result(cfg, DFS, symmetry, por, 1, bounds)
-    ex = Expander(cfg, symmetry, por, bounds, evaluate)
+    # with a depth bound, no merging of states reached at different depths: the depth-first
+    # search may meet the deeper one first, cut it at the bound, and skip the shallower one
+    ex = Expander(cfg, symmetry, por, bounds, evaluate,
+                  merge_losses=bounds.max_depth is None)
     res.symmetry_classes = ex.classes
     res.note_symmetry(ex.fp.note)
     model = ex.model

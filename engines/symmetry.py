@@ -66,7 +66,7 @@ import itertools
 import math
 import re
 from dataclasses import fields, is_dataclass
-from typing import Any
+from typing import Any, Callable
 
 from icecheck.models import clock as clock_
 from icecheck.models.store import ObjectStore
@@ -94,6 +94,8 @@ _blake2b = hashlib.blake2b
 _EXACT_ATTR = "_icecheck_exact"
 #: where ``_lost_sum`` caches a lost attempt's items' sums, on its metadata object
 _LOST_ATTR = "_icecheck_lost"
+#: where ``writers`` caches a state's writers as the fingerprint compares them
+_WRITERS_ATTR = "_icecheck_fw"
 
 
 #: Leave most of a failed operation's record out of fingerprints (the module's docstring). A
@@ -105,6 +107,12 @@ LEAVE_OUT_FAILED = True
 #: Leave out of fingerprints what writers' lost attempts wrote (``WriterState.lost``; the
 #: module's docstring). A constant like ``LEAVE_OUT_FAILED``, for the same benchmark.
 LEAVE_OUT_LOST = True
+
+
+#: Compare states without how many races a writer lost where that can no longer matter
+#: (``Model.fingerprint_writers``; the module's docstring). A constant like the two above: the
+#: checker (``engines/explicit.py``'s ``Expander``) sets ``writers_of`` only when it is on.
+MERGE_LOSSES = True
 
 
 def read_whole(r: OpRecord) -> bool:
@@ -263,6 +271,11 @@ class Fingerprinter:
         self.last_order: tuple = ()
         # the classes of more than one writer, as positions in a state's writers
         self._tied_classes = [[i - 1 for i in c] for c in self.classes if len(c) > 1]
+        #: the state's writers as states are compared (``Model.fingerprint_writers``: without
+        #: how many races a writer lost, where that can no longer matter), or None: the
+        #: writers themselves. The checker sets it (``Expander``, with the lever
+        #: ``MERGE_LOSSES``); everything here reads a state's writers through ``writers``
+        self.writers_of: Callable[[State], tuple] | None = None
 
     # -- encoding ---------------------------------------------------------------------------
     def _enc(self, v: Any, p: Perm, out: list) -> None:
@@ -604,6 +617,20 @@ class Fingerprinter:
         return got
 
     # -- states -----------------------------------------------------------------------------
+    def writers(self, state: State) -> tuple:
+        """``state``'s writers as the fingerprint compares them (``writers_of``), computed
+        once per state: a state is hashed under each of its candidates, and its order type
+        and ranks read the same writers."""
+        f = self.writers_of
+        if f is None:
+            return state.writers
+        d = state.__dict__
+        got = d.get(_WRITERS_ATTR)
+        if got is None or got[0] is not f:
+            got = (f, f(state))
+            object.__setattr__(state, _WRITERS_ATTR, got)
+        return got[1]
+
     def under(self, state: State, p: Perm) -> bytes:
         """H(lift(p)(state))."""
         # the same bytes as _enc of the catalog entry (a dataclass: b"D" + its digest)
@@ -611,7 +638,7 @@ class Fingerprinter:
         out = [b"State(D", self.obj_digest(state.catalog, p), b"", b"("]
         if store._now:       # the clock has moved (models/clock.py): only with ticks
             out[3] = b"T" + self.clock_digest(store, p) + b"("
-        ws = state.writers
+        ws = state.writers if self.writers_of is None else self.writers(state)
         k, n = p.index, self.nperms
         lost = 0
         for i in p.order(len(ws)):
@@ -658,7 +685,7 @@ class Fingerprinter:
         signatures."""
         blind, k, n = self.blind, self.blind.index, self.nperms
         sigs_t = []
-        for w in state.writers:
+        for w in (state.writers if self.writers_of is None else self.writers(state)):
             # obj_digest's cache, read inline
             wd = w.__dict__
             cache = wd.get(_CACHE_ATTR)
@@ -702,7 +729,7 @@ class Fingerprinter:
         return got
 
     def _ranks_of(self, state: State) -> dict[str, tuple]:
-        slot_of = {w.slot: w for w in state.writers}
+        slot_of = {w.slot: w for w in self.writers(state)}
         out: dict[str, tuple] = {}
         for ci, c in enumerate(self.classes):
             sigs = {i: self.obj_digest(slot_of[i], self.blind) for i in c}
@@ -727,7 +754,7 @@ class Fingerprinter:
 
     def _candidates_of(self, state: State) -> list[Perm]:
         return self._candidates_for({w.slot: self.obj_digest(w, self.blind)
-                                     for w in state.writers})
+                                     for w in self.writers(state)})
 
     def _candidates_for(self, sig_of: dict) -> list[Perm]:
         # sig_of: slot -> signature

@@ -41,6 +41,7 @@ from .metadata import Manifest, ManifestList, TableMetadata, snapshot_files_key
 from .operations import NothingToDo, Operation
 from .producer import produce_snapshot, validate_operation
 from .commands_spec import ADD_FILES, EXPIRE as EXPIRE_COMMAND, MERGE as MERGE_COMMAND
+from .commands_spec import COMPACT as COMPACT_COMMAND
 from .store import ObjectStore
 from .table import TableConfig
 from .validation import PY_NO_STARTING_SNAPSHOT, ValidationFailed
@@ -133,6 +134,10 @@ def new_token() -> tuple:
 _HOST_TAG = uuid.uuid4().hex
 
 #: the fields of an operation in flight, as a writer has them between operations
+#: where ``Model.fingerprint_writers`` keeps a writer's twins (as the checker compares it:
+#: [with its attempt, with attempt -1]) on the writer object
+_TWINS_ATTR = "_icecheck_twins"
+
 _CLEARED = dict(intent=None, base_path=None, base_snapshot_id=None, operation=None,
                 refreshed_path=None, pending_path=None, pending_snapshot_id=None, attempt=0,
                 phantom_id=None, written=(), whole=None, groups_left=(), group_ids=(),
@@ -442,6 +447,20 @@ def _shared_path(w: "WriterState") -> str | None:
     return None
 
 
+def _commits_more_than_once(config: "ModelConfig") -> bool:
+    """Can one entry of a program commit more than once? A compaction with
+    partial-progress.enabled commits each batch of file groups on its own
+    (``commands.compaction``)."""
+    for p in config.writers:
+        for entry in p.entries:
+            for i in entry:
+                option = getattr(i, "option", None)
+                if option is not None and getattr(i, "kind", None) == COMPACT_COMMAND \
+                        and option("partial-progress.enabled"):
+                    return True
+    return False
+
+
 def _runs_any(config: "ModelConfig", kinds: tuple) -> bool:
     """Does any writer's program run a command or operation of one of ``kinds``?"""
     return any(getattr(i, "kind", None) in kinds
@@ -529,6 +548,17 @@ class Model:
             config, (ORPHANS_COMMAND, REMOVE_ORPHAN_FILES)))
         self._lockers = frozenset(c.writer for c in config.clients
                                   if clients_.needs_lock_step(c.kind))
+        #: let the checker compare states without how many races a writer lost, where that
+        #: can no longer matter (``fingerprint_writers``)? Only where every lost race needs
+        #: another writer's applied swap and each program entry swaps at most once: not with
+        #: faults (a swap that never happened is a loss no other writer caused), crashes and
+        #: streaming sinks (restarts commit again), other catalog clients (a Hive lock's
+        #: two-step swap), partial-progress compactions (a commit per file group), and not
+        #: where lost attempts are not tracked (their objects may be read again)
+        self._merge_losses = self._track_lost and not (
+            config.faults or config.crashes or config.sinks or config.clients
+            or _commits_more_than_once(config))
+        self._entries = {p.name: len(p.entries) for p in config.writers}
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -1484,6 +1514,65 @@ class Model:
         if state.catalog.version <= base.version:
             return False
         return not self._swap(state, w).applied
+
+    @property
+    def merges_losses(self) -> bool:
+        """Does ``fingerprint_writers`` leave anything out in this configuration?"""
+        return self._merge_losses
+
+    def fingerprint_writers(self, state: State) -> tuple[WriterState, ...]:
+        """``state``'s writers as the checker compares states (engines/symmetry.py), each
+        without how many races it lost where that can no longer change what happens
+        (``_merge_losses``; the writers themselves otherwise).
+
+        What a lost race leaves a writer: ``attempt`` one higher, ``metadata_writes`` (the
+        counter its file names and snapshot ids are made from) one higher, and the objects
+        of the attempt (``lost``, already left out). Two states that differ only in these
+        behave alike, as far as any verdict can tell:
+
+        * ``metadata_writes`` only names what the writer writes next (``slot * 1000 + n``,
+          ``v<version>-<writer>-<n>.metadata.json``, the manifests and manifest lists named
+          after the snapshot id): the two futures are the same up to a renaming of the
+          writer's new names, which keeps their order (all above what it wrote before, below
+          the next writer's ids), and no step or property reads a name for more than
+          identity and order. Left out (0) for every writer.
+        * ``attempt`` is read as zero or not (PyIceberg's first attempt, the ``lost_race``
+          event; a finished record's ``attempts`` is read as above one or not) and against
+          the retry limit. A writer that lost at least once, and cannot lose enough further
+          races to run out (``attempt + losses <= retries``), is left as ``attempt = -1``.
+          Every race it loses from here needs another writer's applied swap after its
+          refresh (a CAS or put-if-absent catalog refuses a swap only when the version moved
+          on), one per loss (it refreshes after each), so ``losses`` is the other writers'
+          program entries left (one swap each at most: the conditions of
+          ``_merge_losses``), plus one when it holds a refresh another swap may already
+          have made stale.
+
+        The states merged this way are reached by paths of different lengths (each lost
+        race is two more steps); the breadth-first search keeps the shallowest, so the
+        shortest counterexamples stay the same (engines/por.py, "Lost races")."""
+        ws = state.writers
+        if not self._merge_losses:
+            return ws
+        entries = self._entries
+        left = [0 if w.phase == DONE else entries[w.name] - w.op_index for w in ws]
+        total = sum(left)
+        out = list(ws)
+        for i, w in enumerate(ws):
+            safe = (w.attempt > 0 and w.operation is not None
+                    and w.attempt + total - left[i] + (w.refreshed_path is not None)
+                    <= self._retries(w))
+            if safe or w.metadata_writes:
+                wd = w.__dict__
+                twins = wd.get(_TWINS_ATTR)
+                if twins is None:
+                    twins = [None, None]
+                    object.__setattr__(w, _TWINS_ATTR, twins)
+                t = twins[safe]
+                if t is None:
+                    t = twins[safe] = replace(w, attempt=-1 if safe else w.attempt,
+                                              metadata_writes=0)
+                out[i] = t
+        return tuple(out)
 
     def _retries(self, w: WriterState) -> int:
         """How many times the writer retries a lost swap: the table's

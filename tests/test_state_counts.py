@@ -26,7 +26,7 @@ PINNED = [
     (("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1, "cas", 2, 1),
      (517, 94, ["isolation", "undelete"], [], {"isolation": 6, "undelete": 6})),
     (("spark-3.5-mor-serializable", 3, 1, ("delete", "update", "insert"), 1, "cas", 3, 4),
-     (1730, 318, [], [], {})),
+     (1631, 281, [], [], {})),
     (("spark-3.5-cow-serializable", 3, 1, ("insert",), 1, "last_writer_wins", 2, 4),
      (77, 16, [], ["lost_write"], {"lost_write": 6})),
     (("spark-3.5-mor-serializable", 2, 2, ("delete", "update"), 1, "cas", 2, 0),
