@@ -72,6 +72,24 @@ violated and allowed properties, the same shortest counterexample lengths, the s
 outcomes; it drops states (the pipelines of ``benchmarks/pipelines/``: about a third of a
 BFS level at depth 11), not behaviours. ``DOOMED_SWAPS`` turns it off for a measurement of
 the sleep sets alone (benchmarks/pipelines.py); ``--no-por`` turns both off.
+
+Lost races (``Model.fingerprint_writers``, ``symmetry.MERGE_LOSSES``). Fingerprints leave out
+how many races a writer lost where that can no longer change what happens, so states reached
+by paths of different lengths (each lost race is two more steps) can share one. The argument
+above then reads: order paths to a fingerprint by length first, then by their rank sequences.
+The breadth-first search meets a fingerprint first at its shortest paths and keeps that
+state; its sleep set is what every edge of that level into it puts to sleep, the last edge of
+a least path among them. A prefix of a least path is a least path of its own fingerprint (a
+shorter path to the prefix's fingerprint would, with the same last actions, give a shorter
+path to the whole). Merged states have the same enabled actions and verdicts, and their
+futures are the same up to the names the writer gives what it writes next, so the induction
+goes through with "reached" read as "a state of the same verdicts reached". What no longer
+holds is that the states counted are independent of the order of the search: which of two
+merged states is kept decides which renamed copy of their future is searched. The
+breadth-first search keeps the first of the shallowest, in its own order (the same in every
+run, with any number of workers, and on Spark: each keeps the first edge in frontier order);
+a depth-first search may keep another one and count other states (with a depth bound it does
+not merge: it could meet the deeper one first and cut it at the bound).
 """
 
 from __future__ import annotations
