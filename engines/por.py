@@ -35,7 +35,8 @@ set of ``x`` holds the actions of ``x`` independent of ``c`` that come before ``
 order (``p --b--> --c-->`` reaches ``x.b`` at the same depth, along a smaller path), and those
 of ``p``'s own sleep set independent of ``c`` (``sleep_after``); ``x`` does not explore them. A
 state reached by several edges (all in the same BFS level: every path to a state has the same
-length, since each writer's action count is a function of its own ``WriterState``) sleeps only
+length, since each writer's action count is a function of its own ``WriterState``; "Lost
+races" below for states merged across levels) sleeps only
 on what *every* incoming edge puts to sleep; with symmetry, an edge whose concrete successor is
 not the stored representative of its orbit puts nothing to sleep.
 

@@ -38,6 +38,7 @@ cdef class Fingerprinter:
     cdef public tuple last_order
     cdef public list _tied_classes
     cdef public tuple token
+    cdef public object writers_of
 
     @cython.locals(t=type, b=bytes, cache=list, got=object, parts=list, sub=list, vd=dict)
     cpdef _enc(self, object v, Perm p, list out)
@@ -54,6 +55,8 @@ cdef class Fingerprinter:
     cpdef object _added_sum(self, tuple added, dict objs, Perm p)
     @cython.locals(d=dict, items=tuple, got=bytes, kb=list)
     cpdef bytes _item(self, str key, object obj, Perm p)
+    @cython.locals(d=dict, got=tuple)
+    cpdef tuple writers(self, object state)
     @cython.locals(out=list, ws=tuple, k=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, cache=list, d=object, wd=dict)
     cpdef bytes under(self, object state, Perm p)
     cpdef list candidates(self, object state)
