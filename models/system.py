@@ -133,11 +133,11 @@ def new_token() -> tuple:
 
 _HOST_TAG = uuid.uuid4().hex
 
-#: the fields of an operation in flight, as a writer has them between operations
 #: where ``Model.fingerprint_writers`` keeps a writer's twins (as the checker compares it:
 #: [with its attempt, with attempt -1]) on the writer object
 _TWINS_ATTR = "_icecheck_twins"
 
+#: the fields of an operation in flight, as a writer has them between operations
 _CLEARED = dict(intent=None, base_path=None, base_snapshot_id=None, operation=None,
                 refreshed_path=None, pending_path=None, pending_snapshot_id=None, attempt=0,
                 phantom_id=None, written=(), whole=None, groups_left=(), group_ids=(),
