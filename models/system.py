@@ -447,24 +447,22 @@ def _shared_path(w: "WriterState") -> str | None:
     return None
 
 
+def _intents(config: "ModelConfig"):
+    """Every command or operation any writer's program may run (each alternative)."""
+    return (i for p in config.writers for entry in p.entries for i in entry)
+
+
 def _commits_more_than_once(config: "ModelConfig") -> bool:
     """Can one entry of a program commit more than once? A compaction with
     partial-progress.enabled commits each batch of file groups on its own
     (``commands.compaction``)."""
-    for p in config.writers:
-        for entry in p.entries:
-            for i in entry:
-                option = getattr(i, "option", None)
-                if option is not None and getattr(i, "kind", None) == COMPACT_COMMAND \
-                        and option("partial-progress.enabled"):
-                    return True
-    return False
+    return any(getattr(i, "kind", None) == COMPACT_COMMAND
+               and i.option("partial-progress.enabled") for i in _intents(config))
 
 
 def _runs_any(config: "ModelConfig", kinds: tuple) -> bool:
     """Does any writer's program run a command or operation of one of ``kinds``?"""
-    return any(getattr(i, "kind", None) in kinds
-               for p in config.writers for entry in p.entries for i in entry)
+    return any(getattr(i, "kind", None) in kinds for i in _intents(config))
 
 
 class StepError(ValueError):
@@ -558,7 +556,6 @@ class Model:
         self._merge_losses = self._track_lost and not (
             config.faults or config.crashes or config.sinks or config.clients
             or _commits_more_than_once(config))
-        self._entries = {p.name: len(p.entries) for p in config.writers}
 
     @property
     def content_key(self) -> Callable[[Any], Any] | None:
@@ -1553,8 +1550,9 @@ class Model:
         ws = state.writers
         if not self._merge_losses:
             return ws
-        entries = self._entries
-        left = [0 if w.phase == DONE else entries[w.name] - w.op_index for w in ws]
+        programs = self.programs
+        left = [0 if w.phase == DONE else len(programs[w.name].entries) - w.op_index
+                for w in ws]
         total = sum(left)
         out = list(ws)
         for i, w in enumerate(ws):
