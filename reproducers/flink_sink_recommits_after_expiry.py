@@ -159,6 +159,14 @@ def main(mode: str = "kept") -> int:
                 print(f"NOT REPRODUCED: job 1 ended ({status(jc)}) or made no commit")
                 return 1
             time.sleep(0.1)
+        if mode == "manifest-cleaned":
+            # the committer deletes the checkpoint's temporary manifest right after its Iceberg
+            # commit (IcebergFilesCommitter.java:280): wait for that before cancelling, so the
+            # cancel cannot come between the two (the case the default mode shows instead)
+            deadline = time.time() + 60
+            while (any(n.endswith(".avro") for n in os.listdir(fm))
+                   and status(jc) not in ENDED and time.time() < deadline):
+                time.sleep(0.05)
         jc.cancel().result()
         stop.set()
         keeper.join()
