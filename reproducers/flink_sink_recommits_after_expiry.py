@@ -188,6 +188,12 @@ def main(mode: str = "kept") -> int:
                   "deleted the temporary manifest; run again")
             return 1
         if mode in ("kept", "control"):
+            if not any(n.endswith(".avro") for n in os.listdir(kept) + os.listdir(fm)):
+                # the keeper thread never saw the manifest while it existed (a busy machine
+                # starved it): nothing to put back, so not the case this mode shows
+                print("NOT REPRODUCED (inconclusive): the temporary manifest was deleted before "
+                      "it could be kept; run again")
+                return 1
             for n in os.listdir(kept):
                 # the cancel may have come before the committer deleted it: then it is there
                 if not os.path.exists(os.path.join(fm, n)):
