@@ -133,8 +133,8 @@ def new_token() -> tuple:
 
 _HOST_TAG = uuid.uuid4().hex
 
-#: where ``Model.fingerprint_writers`` keeps a writer's twins (as the checker compares it:
-#: [with its attempt, with attempt -1]) on the writer object
+#: where ``Model.fingerprint_writers`` keeps its summary of a writer on the writer object
+#: (``Model._twin_info``: entries left, slack, and the writer as the checker compares it)
 _TWINS_ATTR = "_icecheck_twins"
 
 #: the fields of an operation in flight, as a writer has them between operations
@@ -1550,27 +1550,35 @@ class Model:
         ws = state.writers
         if not self._merge_losses:
             return ws
-        programs = self.programs
-        left = [0 if w.phase == DONE else len(programs[w.name].entries) - w.op_index
-                for w in ws]
-        total = sum(left)
-        out = list(ws)
-        for i, w in enumerate(ws):
-            safe = (w.attempt > 0 and w.operation is not None
-                    and w.attempt + total - left[i] + (w.refreshed_path is not None)
-                    <= self._retries(w))
-            if safe or w.metadata_writes:
-                wd = w.__dict__
-                twins = wd.get(_TWINS_ATTR)
-                if twins is None:
-                    twins = [None, None]
-                    object.__setattr__(w, _TWINS_ATTR, twins)
-                t = twins[safe]
-                if t is None:
-                    t = twins[safe] = replace(w, attempt=-1 if safe else w.attempt,
-                                              metadata_writes=0)
-                out[i] = t
-        return tuple(out)
+        # each writer's part of the decision, cached on it (``_twin_info``): the writers'
+        # program entries left, summed, are all that is read of the state beyond them
+        tag = self._actions_tag
+        infos = []
+        total = 0
+        for w in ws:
+            got = w.__dict__.get(_TWINS_ATTR)
+            if got is None or got[0] is not tag:
+                got = self._twin_info(w)
+            infos.append(got)
+            total += got[1]
+        return tuple(info[4] if info[2] is not None and total - info[1] <= info[2] else info[3]
+                     for info in infos)
+
+    def _twin_info(self, w: WriterState) -> tuple:
+        """(this model's tag, the writer's program entries left, its slack: how many other
+        writers' entries may be left for it to be merged with attempt -1, or None: never,
+        itself as compared otherwise, itself as compared when merged), cached on the writer
+        (``_TWINS_ATTR``; the tag: entries and retries are this model's)."""
+        left = 0 if w.phase == DONE else len(self.programs[w.name].entries) - w.op_index
+        slack = None
+        if w.attempt > 0 and w.operation is not None:
+            # safe iff attempt + (others' entries left) + (holds a refresh) <= retries
+            slack = self._retries(w) - w.attempt - (w.refreshed_path is not None)
+        plain = replace(w, metadata_writes=0) if w.metadata_writes else w
+        merged = replace(w, attempt=-1, metadata_writes=0) if slack is not None else None
+        got = (self._actions_tag, left, slack, plain, merged)
+        object.__setattr__(w, _TWINS_ATTR, got)
+        return got
 
     def _retries(self, w: WriterState) -> int:
         """How many times the writer retries a lost swap: the table's
