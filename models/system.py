@@ -1561,8 +1561,11 @@ class Model:
                 got = self._twin_info(w)
             infos.append(got)
             total += got[1]
-        return tuple(info[4] if info[2] is not None and total - info[1] <= info[2] else info[3]
-                     for info in infos)
+        out = []
+        for info in infos:
+            slack = info[2]
+            out.append(info[4] if slack is not None and total - info[1] <= slack else info[3])
+        return tuple(out)
 
     def _twin_info(self, w: WriterState) -> tuple:
         """(this model's tag, the writer's program entries left, its slack: how many other
