@@ -848,7 +848,44 @@ def render_md(doc: dict, charts: dict | None = None) -> str:
     for t in doc["targets"]:
         L.append(f"* {t['target']}: **{'met' if t['met'] else 'NOT met'}** ({t['measured']})")
     L.append("")
-    return "\n".join(L)
+    return "\n".join(_dated(L, doc))
+
+
+#: Each section's heading in benchmarks.md (its start) -> its name in ``SECTIONS``
+_HEADINGS = (("## Pinned configurations", "configs"), ("## Pure Python and compiled", "compiled"),
+             ("## Growth", "growth"), ("## Hypothesis engine", "hypothesis"),
+             ("## Corpus anomalies", "corpus"), ("## Example pipelines", "pipelines"),
+             ("## Pipelines of realistic size", "realistic"), ("## Cold work", "costs"),
+             ("## z3 commands", "tools"))
+
+
+def _dated(lines: list[str], doc: dict) -> list[str]:
+    """``lines`` with a line under the heading of each section a later run did not run again,
+    saying which run its figures are from (``doc["section_dates"]``): the report's date is the
+    last run's, and a run of some ``--sections`` keeps the others' figures as they were."""
+    dates = doc.get("section_dates") or {}
+    out = []
+    for line in lines:
+        out.append(line)
+        for head, name in _HEADINGS:
+            when = dates.get(name)
+            if line.startswith(head) and when and when != doc.get("date"):
+                out += ["", f"*Not run again by the run of {doc.get('date')}: these figures "
+                            f"are from the run of {when}.*"]
+    return out
+
+
+def _section_dates(doc: dict, ran: list[str], now: str) -> dict:
+    """When each section's figures were measured: ``now`` for the sections this run ran, the
+    date already recorded for the others, else the previous report's date (a report written
+    before the dates were kept: its sections were all of its own run)."""
+    dates = dict(doc.get("section_dates") or {})
+    for name in SECTIONS:
+        if name in ran:
+            dates[name] = now
+        elif name not in dates and doc.get(name) and doc.get("date"):
+            dates[name] = doc["date"]
+    return dates
 
 
 def compute_targets(doc: dict) -> list[dict]:
@@ -1068,8 +1105,10 @@ def main(argv=None) -> int:
         with section(log, "compare"):
             doc["compare"] = bench_compare(args.compare, spec, args.workers, budgets["reduced"],
                                            log, repeats)
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
+    doc["section_dates"] = _section_dates(doc, sections, now)
     doc.update({"machine": platform.node() or "?", "cores": os.cpu_count(),
-                "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "python": platform.python_version(), "date": now,
                 "workers": args.workers, "baseline": "benchmarks/twophase.py (two-phase commit, "
                 "pure-Python BFS, 6 RMs)"})
     doc["targets"] = compute_targets(doc)

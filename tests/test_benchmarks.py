@@ -244,3 +244,36 @@ def test_configs_option_reruns_named_configurations_and_keeps_the_other_rows(tmp
         run.main(["--sections", "configs", "--configs", "no-such-config",
                   "--out", str(tmp_path)])
     assert e.value.code == 2
+
+
+def test_sections_not_run_again_say_which_run_their_figures_are_from():
+    """A run of some ``--sections`` keeps the others' figures and gives the report its own
+    date: each kept section says, under its heading, the run it was measured in; a section
+    the run measured says nothing; a report from before the dates were kept dates its
+    sections by its own date."""
+    import json
+    import os
+
+    from benchmarks.run import SECTIONS, _section_dates
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    doc = json.load(open(os.path.join(root, "reports", "benchmarks.json")))
+    doc.pop("section_dates", None)
+    doc["date"] = "2026-01-01 00:00:00"
+    dates = _section_dates(doc, ["corpus"], "2026-02-02 00:00:00")
+    assert dates["corpus"] == "2026-02-02 00:00:00"
+    assert dates["configs"] == "2026-01-01 00:00:00"
+    assert set(dates) <= set(SECTIONS)
+    # the next run keeps the dates it did not change
+    doc["section_dates"], doc["date"] = dates, "2026-02-02 00:00:00"
+    later = _section_dates(doc, ["configs"], "2026-03-03 00:00:00")
+    assert later["configs"] == "2026-03-03 00:00:00"
+    assert later["corpus"] == "2026-02-02 00:00:00"
+    doc["section_dates"], doc["date"] = later, "2026-03-03 00:00:00"
+    md = render_md(doc)
+    lines = md.splitlines()
+    corpus = next(i for i, x in enumerate(lines) if x.startswith("## Corpus anomalies"))
+    assert lines[corpus + 2] == ("*Not run again by the run of 2026-03-03 00:00:00: these "
+                                 "figures are from the run of 2026-02-02 00:00:00.*")
+    configs = next(i for i, x in enumerate(lines) if x.startswith("## Pinned configurations"))
+    assert not lines[configs + 2].startswith("*Not run again")
