@@ -136,6 +136,10 @@ def main(mode: str = "kept") -> int:
                         pass
             time.sleep(0.002)
 
+    def has_manifest(*folders):
+        """Does any of ``folders`` hold a temporary manifest (or a hard link to one)?"""
+        return any(n.endswith(".avro") for d in folders for n in os.listdir(d))
+
     def status(jc):
         try:
             return str(jc.get_job_status().result())
@@ -164,8 +168,7 @@ def main(mode: str = "kept") -> int:
             # commit (IcebergFilesCommitter.java:280): wait for that before cancelling, so the
             # cancel cannot come between the two (the case the default mode shows instead)
             deadline = time.time() + 60
-            while (any(n.endswith(".avro") for n in os.listdir(fm))
-                   and status(jc) not in ENDED and time.time() < deadline):
+            while has_manifest(fm) and status(jc) not in ENDED and time.time() < deadline:
                 time.sleep(0.05)
         jc.cancel().result()
         stop.set()
@@ -181,14 +184,14 @@ def main(mode: str = "kept") -> int:
             print("NOT REPRODUCED (inconclusive): job 1 did not stop right after committing "
                   "checkpoint 1")
             return 1
-        if mode == "manifest-cleaned" and any(n.endswith(".avro") for n in os.listdir(fm)):
+        if mode == "manifest-cleaned" and has_manifest(fm):
             # the cancel came before the committer's clean-up (it deletes the manifest right
             # after the commit, IcebergFilesCommitter.java:280): not the case this mode shows
             print("NOT REPRODUCED (inconclusive): job 1 was cancelled before its committer "
                   "deleted the temporary manifest; run again")
             return 1
         if mode in ("kept", "control"):
-            if not any(n.endswith(".avro") for n in os.listdir(kept) + os.listdir(fm)):
+            if not has_manifest(kept, fm):
                 # the keeper thread never saw the manifest while it existed (a busy machine
                 # starved it): nothing to put back, so not the case this mode shows
                 print("NOT REPRODUCED (inconclusive): the temporary manifest was deleted before "
