@@ -276,13 +276,27 @@ def _canonical_judge_key(s: State, fp: Fingerprinter) -> tuple:
 def _writer_part(w, fp: Fingerprinter, p) -> tuple:
     """What the properties read of a writer, under the permutation ``p`` (``_writer_key``)."""
     d = fp.obj_digest
-    return (fp.str_code(w.name, p), w.attempt,
-            tuple(d(r, p) if read_whole(r)
-                  else (r.index, r.outcome, r.attempts) for r in w.history),
+    # how many races a writer lost is read as zero or not (the ``lost_race`` event; -1 where
+    # ``Model.fingerprint_writers`` merged its losses: at least one), and a
+    # record's ``attempts`` as above one or not (``retry_committed``): both capped
+    return (fp.str_code(w.name, p), w.attempt != 0,
+            tuple(d(_capped(r), p) if read_whole(r)
+                  else (r.index, r.outcome, min(r.attempts, 2)) for r in w.history),
             None if w.phantom_id is None else (p.int_(w.phantom_id), d(w.operation, p)),
             # a streaming sink: whether it finished its source (properties/delivery.py judges
             # only those) and its restarts (never permuted: sinks are no writer's twin)
             None if w.sink is None else (w.phase == S.DONE, repr(w.sink.restarts)))
+
+
+def _capped(r):
+    """``r`` with ``attempts`` capped at 2 (what the properties tell apart), cached on ``r``."""
+    if r.attempts <= 2:
+        return r
+    got = r.__dict__.get("_icecheck_capped")
+    if got is None:
+        got = replace(r, attempts=2)
+        object.__setattr__(r, "_icecheck_capped", got)
+    return got
 
 
 def _part_name(part: tuple) -> int:
@@ -307,7 +321,8 @@ def _writer_key(w, fp: Fingerprinter) -> tuple:
     outcome that did not apply, an unreadable file) they read only its index, outcome and
     attempts: the reachability events (``reachability.reached``) read those; the checks read
     the lineage, applied records (``History.by_snapshot``, metadata_integrity) and
-    acknowledged ones (lost_write), and a message may name it, which no verdict reads. So
+    acknowledged ones (lost_write), and a message may name it, which no verdict reads. The
+    races a writer lost are read as none or some, a record's attempts as one or more. So
     histories that differ only in where a failed operation started or what it planned share
     one verdict (issue 13: 3,126 evaluations instead of 9,080 on
     mor-serializable-3w2op-delete). tests/test_explicit.py judges every state of searches

@@ -423,12 +423,11 @@ class Session:
         metadata file ever written) that the current table lacks (as a multiset)."""
         from collections import Counter
 
-        from icecheck.models.metadata import TableMetadata
+        from icecheck.models.metadata import snapshots_by_id
         from icecheck.models.reads import read_rows
 
         store = self.state.store.archive()
-        snap = next((s for obj in store.values() if isinstance(obj, TableMetadata)
-                     for s in obj.snapshots if s.snapshot_id == snapshot_id), None)
+        snap = snapshots_by_id(store).get(snapshot_id)
         if snap is None:
             return []
         try:

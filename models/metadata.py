@@ -176,3 +176,30 @@ def snapshot_files_key(snapshot: Snapshot, get, content) -> tuple:
         m = get(path)
         out.append(None if m is None else content(m))
     return tuple(out)
+
+
+def attempt_prefix(snapshot_id: int, attempt: int = 0) -> str:
+    """What the manifest list and new manifests of one commit attempt of snapshot
+    ``snapshot_id`` are named after: ``snap-<id>`` on the first attempt, ``snap-<id>-<k>`` on
+    the k-th. A snapshot keeps its id across its attempts (Java's SnapshotProducer caches
+    ``snapshotId()``; PyIceberg's ``_refresh_for_retry`` keeps ``_snapshot_id``), and each
+    attempt writes new files: Java names the manifest list
+    ``snap-<id>-<attempt>-<commit uuid>.avro`` (SnapshotProducer.manifestListPath)."""
+    return f"snap-{snapshot_id}" if attempt == 0 else f"snap-{snapshot_id}-{attempt + 1}"
+
+
+def snapshots_by_id(objects) -> dict[int, Snapshot]:
+    """Every snapshot any metadata file of ``objects`` (a store's objects, in the order they
+    were written) lists, by id, for the lookups of a snapshot the current metadata no longer
+    lists (expired, or a commit the lineage lost). Where several files list one id, the one
+    written last wins: a snapshot keeps its id across its commit attempts (``attempt_prefix``),
+    so the metadata file of an attempt that lost its race lists another version of it
+    (another parent, sequence number and manifest list). Every attempt of a snapshot is
+    written before the one that commits it, and every file written after that copies the
+    committed version, so the last copy is the committed one when it committed at all."""
+    index: dict[int, Snapshot] = {}
+    for obj in objects.values():
+        if isinstance(obj, TableMetadata):
+            for s in obj.snapshots:
+                index[s.snapshot_id] = s
+    return index

@@ -21,7 +21,7 @@ from .filters import (FalseExpr, manifest_can_contain_any, might_match_manifest,
                       must_match_file, rows_might_match_file)
 from .metadata import (ADDED, APPEND, BRANCH, DATA_MANIFEST, MAIN_BRANCH, DELETE, DELETE_MANIFEST, DELETED, EXISTING,
                        OVERWRITE, REPLACE, Manifest, ManifestEntry, ManifestList, Snapshot,
-                       TableMetadata)
+                       TableMetadata, attempt_prefix)
 from .operations import Operation
 from .reads import manifests_of
 from .table import TableConfig
@@ -378,7 +378,7 @@ def _fail_any_delete(table: TableConfig, op: Operation, manifests, removed) -> N
 def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                      *, snapshot_id: int, writer_name: str, metadata_path: str,
                      starting_id: int | None, starting_sequence: int | None = None,
-                     filter_cache: dict | None = None) -> Produced:
+                     filter_cache: dict | None = None, attempt: int = 0) -> Produced:
     """Apply ``op`` to ``base``. ``starting_sequence`` is the sequence number of the writer's
     starting snapshot as it read it when it began (Spark passes it to
     ``RewriteFiles.dataSequenceNumber`` at planning time), so an expiry of that snapshot does not
@@ -388,7 +388,8 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     branch's ref, created from main's head when it does not exist yet."""
     parent = base.latest_snapshot(op.branch)
     seq = base.last_sequence_number + 1
-    mw = _ManifestWriter(f"snap-{snapshot_id}", snapshot_id, seq)
+    prefix = attempt_prefix(snapshot_id, attempt)   # the attempt's files: new names each time
+    mw = _ManifestWriter(prefix, snapshot_id, seq)
     parent_data = manifests_of(store, parent, DATA_MANIFEST)
     parent_deletes = manifests_of(store, parent, DELETE_MANIFEST)
 
@@ -512,7 +513,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
             min_count = int(table.prop("commit.manifest.min-count-to-merge"))
             data_list = _merge(data_list, mw, min_count)
             delete_list = _merge(delete_list, mw, min_count)
-    mlist = ManifestList(f"snap-{snapshot_id}.avro", snapshot_id,
+    mlist = ManifestList(f"{prefix}.avro", snapshot_id,
                          tuple(m.path for m in data_list + delete_list))
 
     summary = (

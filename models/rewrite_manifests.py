@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Mapping
 
 from .metadata import (DATA_MANIFEST, DELETE_MANIFEST, EXISTING, REPLACE, Manifest,
-                       ManifestList, Snapshot, TableMetadata)
+                       ManifestList, Snapshot, TableMetadata, attempt_prefix)
 from .reads import manifests_of
 from .validation import ValidationFailed
 
@@ -46,7 +46,8 @@ def plan_rewrite(store: Mapping, snapshot: Snapshot | None) -> tuple:
 
 
 def apply_rewrite(store: Mapping, base: TableMetadata, groups: tuple, *, snapshot_id: int,
-                  writer_name: str, metadata_path: str) -> tuple[TableMetadata, dict]:
+                  writer_name: str, metadata_path: str, attempt: int = 0
+                  ) -> tuple[TableMetadata, dict]:
     """BaseRewriteManifests.apply on ``base``: the metadata and the new objects (manifests,
     manifest list, metadata file). Raises ValidationFailed as validateDeletedManifests does."""
     current = base.current
@@ -58,17 +59,18 @@ def apply_rewrite(store: Mapping, base: TableMetadata, groups: tuple, *, snapsho
                 "deleted_manifest", f"Deleted manifest {path} could not be found in the latest "
                                     f"snapshot {current.snapshot_id if current else None}")
     seq = base.last_sequence_number + 1
+    prefix = attempt_prefix(snapshot_id, attempt)   # the attempt's files: new names each time
     objects: dict = {}
     new_paths = []
     for i, (content, _, entries) in enumerate(groups):
         if not entries:
             continue
-        m = Manifest(f"snap-{snapshot_id}-rm{i}.avro", content, snapshot_id, seq, entries)
+        m = Manifest(f"{prefix}-rm{i}.avro", content, snapshot_id, seq, entries)
         objects[m.path] = m
         new_paths.append(m.path)
     gone = set(deleted)
     kept = [p for p in listed if p not in gone]
-    mlist = ManifestList(f"snap-{snapshot_id}.avro", snapshot_id, tuple(new_paths + kept))
+    mlist = ManifestList(f"{prefix}.avro", snapshot_id, tuple(new_paths + kept))
     objects[mlist.path] = mlist
     summary = (("added-data-files", 0), ("added-delete-files", 0), ("deleted-data-files", 0),
                ("removed-delete-files", 0))

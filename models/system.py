@@ -204,7 +204,9 @@ class WriterState:
     pending_path: str | None = None
     pending_snapshot_id: int | None = None
     attempt: int = 0
-    metadata_writes: int = 0
+    # how many snapshot ids the writer has taken: an operation's first attempt takes the next
+    # (``Model._attempt_names``; a transaction one per staged operation), its retries keep them
+    ids_taken: int = 0
     history: tuple[OpRecord, ...] = ()
     # the snapshot of an attempt the catalog applied while answering CommitFailedException
     # (Java's SnapshotProducer keeps its snapshot id across attempts), and the manifest lists
@@ -1240,9 +1242,8 @@ class Model:
 
     def _write_metadata(self, state: State, w: WriterState, a: Action) -> State:
         base = state.metadata_at(w.refreshed_path)
-        n = w.metadata_writes + 1
+        w, n, path = self._attempt_names(w, base)
         snapshot_id = w.slot * 1000 + n
-        path = f"v{base.version + 1}-{w.name}-{n}.metadata.json"
         if w.operation.kind == TRANSACTION:
             return self._write_transaction(state, w, base, path, n)
         if w.phantom_id is not None and base.snapshot(w.phantom_id) is not None:
@@ -1257,26 +1258,24 @@ class Model:
             meta = TableMetadata(path, base.version + 1, base.format_version,
                                  base.last_sequence_number, w.phantom_id, base.snapshots,
                                  base.snapshot_log + (w.phantom_id,), base.refs)
-            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=w.phantom_id,
-                        metadata_writes=n)
+            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=w.phantom_id)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         operation = w.operation
         if operation.kind == REWRITE_MANIFESTS:
             try:
                 meta, objects = rwm_.apply_rewrite(state.store, base, operation.manifest_rewrite,
                                                    snapshot_id=snapshot_id, writer_name=w.name,
-                                                   metadata_path=path)
+                                                   metadata_path=path, attempt=w.attempt)
             except ValidationFailed as e:
-                return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                return self._finish(state, w, VALIDATION_FAILED,
                                     e.message, e.check)
-            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id,
-                        metadata_writes=n)
+            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id)
             return self._put_writer(state, w, store=state.store.put_all(objects))
         if operation.kind == CHERRY_PICK:
             try:
                 how, what = pick_.plan_pick(state.store, base, operation.pick)
             except ValidationFailed as e:
-                return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                return self._finish(state, w, VALIDATION_FAILED,
                                     e.message, e.check)
             except pick_.NotModelled as e:
                 raise StepError(f"{a}: {e}") from None
@@ -1285,8 +1284,7 @@ class Model:
                 # (the model's snapshot log is its commit order, for ordinals: no entry)
                 meta = replace(base, path=path, version=base.version + 1,
                                current_snapshot_id=what.snapshot_id)
-                w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
-                            metadata_writes=n)
+                w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None)
                 return self._put_writer(state, w, store=state.store.put_all({path: meta}))
             picked, files = what
             # the picked append's data files, added again as a merging append on main
@@ -1303,8 +1301,7 @@ class Model:
                                                   w.operation.format_version))
             else:
                 meta = refs_.apply_refs(base, w.operation, path)
-            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None,
-                        metadata_writes=n)
+            w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=None)
             return self._put_writer(state, w, store=state.store.put_all({path: meta}))
         limit = operation.validations.max_format_version
         if limit is not None and base.format_version > limit:
@@ -1316,7 +1313,7 @@ class Model:
             # between, and the model refuses it here, not retried (its catalog could not write
             # v3 metadata either: TableMetadataV3.model_dump_json raises NotImplementedError)
             what = "manifest" if operation.add_data or operation.delete_data else "manifest list"
-            return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+            return self._finish(state, w, VALIDATION_FAILED,
                                 f"Cannot write {what} for table version: {base.format_version}",
                                 "format_unsupported")
         try:
@@ -1338,24 +1335,46 @@ class Model:
             produced = produce_snapshot(reads, self._table_at(base), base, operation,
                                         snapshot_id=snapshot_id, writer_name=w.name,
                                         metadata_path=path, starting_id=start_id,
-                                        starting_sequence=start_seq, filter_cache=cache)
+                                        starting_sequence=start_seq, filter_cache=cache,
+                                        attempt=w.attempt)
         except ValidationFailed as e:
-            return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+            return self._finish(state, w, VALIDATION_FAILED,
                                 e.message, e.check)
         w = replace(w, pending_cache=_freeze_caches([cache]))
         written = w.written
         if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
             written += tuple(p for p, o in produced.objects if not isinstance(o, TableMetadata))
         w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id,
-                    metadata_writes=n, written=written)
+                    written=written)
         return self._put_writer(state, w, store=state.store.put_all(dict(produced.objects)))
+
+    @staticmethod
+    def _attempt_names(w: WriterState, base: TableMetadata) -> tuple[WriterState, int, str]:
+        """(the writer, ``n``, the attempt's metadata file name) of the metadata write about
+        to happen: the operation's snapshot is ``slot * 1000 + n`` (a transaction's ``n``,
+        ``n + 1``, ...). An operation's first attempt takes new ids (``ids_taken``); its retries
+        keep them, as the engines do: Java's SnapshotProducer caches ``snapshotId()`` across the
+        attempts of ``commit()`` (a snapshot that lost its race is applied again under the
+        same id), and PyIceberg's ``_SnapshotProducer._refresh_for_retry`` keeps
+        ``_snapshot_id`` ("kept stable across attempts so it acts as an idempotency key").
+        Each attempt writes under new names: ``v<version>-<writer>-<n>.metadata.json`` and the
+        manifests and manifest list ``attempt_prefix`` names on the first, with
+        ``-<attempt>`` after ``n`` on a retry (a swap that never happened leaves the version
+        where it was: only the attempt tells its files from the last one's)."""
+        span = len(w.operation.ops) if w.operation.kind == TRANSACTION else 1
+        if w.attempt == 0:
+            n = w.ids_taken + 1
+            w = replace(w, ids_taken=w.ids_taken + span)
+            return w, n, f"v{base.version + 1}-{w.name}-{n}.metadata.json"
+        n = w.ids_taken - span + 1
+        return w, n, f"v{base.version + 1}-{w.name}-{n}-{w.attempt + 1}.metadata.json"
 
     def _write_transaction(self, state: State, w: WriterState, base: TableMetadata, path: str,
                            n: int) -> State:
         """commitSimpleTransaction's applyUpdates: every staged operation re-applied, in
         order, on the refreshed metadata; one metadata file, one swap (models/transaction.py).
-        Its snapshots take ids ``slot * 1000 + n``, ``+ 1``, ... (the metadata-write counter
-        advances past them, so ids stay unique within the writer)."""
+        Its snapshots take ids ``slot * 1000 + n``, ``+ 1``, ... (``_attempt_names``: the
+        first attempt takes one id per staged operation, and the retries keep them)."""
         op = w.operation
         if w.phantom_id is not None and base.snapshot(w.phantom_id) is not None:
             return self._reapply_applied_transaction(state, w, base, path, n)
@@ -1365,15 +1384,15 @@ class Model:
             meta, objects, ids = txn_.apply_transaction(
                 state.store, self._table_at, base, op, first_snapshot_id=first,
                 writer_name=w.name, metadata_path=path, starting_id=w.base_snapshot_id,
-                caches=caches)
+                caches=caches, attempt=w.attempt)
         except ValidationFailed as e:
-            return self._finish(state, replace(w, metadata_writes=n + len(op.ops) - 1),
+            return self._finish(state, w,
                                 VALIDATION_FAILED, e.message, e.check)
         written = w.written
         if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
             written += tuple(p for p, o in objects.items() if not isinstance(o, TableMetadata))
         w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1],
-                    metadata_writes=n + len(ids) - 1, pending_cache=_freeze_caches(caches),
+                    pending_cache=_freeze_caches(caches),
                     written=written)
         return self._put_writer(state, w, store=state.store.put_all(objects))
 
@@ -1397,7 +1416,7 @@ class Model:
             try:
                 validate_operation(state.store, self._table_at(meta), meta, sub, start)
             except ValidationFailed as e:
-                return self._finish(state, replace(w, metadata_writes=n), VALIDATION_FAILED,
+                return self._finish(state, w, VALIDATION_FAILED,
                                     e.message, e.check, store=self._clean_all(state, w),
                                     snapshot_id=w.phantom_id, applied=True, snapshot_ids=ids)
             if meta.current_snapshot_id != sid:
@@ -1408,8 +1427,7 @@ class Model:
             return self._finish(state, w, COMMITTED, None, snapshot_id=ids[-1],
                                 seq=last.sequence_number, applied=True, snapshot_ids=ids)
         meta = replace(meta, path=path, version=base.version + 1)
-        w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1],
-                    metadata_writes=n)
+        w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=ids[-1])
         return self._put_writer(state, w, store=state.store.put_all({path: meta}))
 
     def _swap(self, state: State, w: WriterState) -> cat.SwapResult:
@@ -1463,9 +1481,10 @@ class Model:
         refused): with the paths of what the attempt wrote, its metadata file and the manifest
         lists and manifests it reaches that the metadata it refreshed to does not. Nothing
         reads them again: the pointer never names this metadata file (each applied swap
-        raises the version past it), no snapshot the table or a record names is the attempt's
-        (its id, ``slot * 1000 + metadata_writes``, is never used again), the next attempt
-        writes under new names and reuses none of them (the filter cache keeps which files a
+        raises the version past it), so no reader reaches the version of the writer's
+        snapshot it lists (the next attempt lists its own under the same id: lookups by id
+        off the current metadata take the version written last, ``snapshots_by_id``), the
+        next attempt writes under new names and reuses none of them (the filter cache keeps which files a
         manifest's filter removed, not what it wrote), and the clean-up of an attempt nothing
         committed is not modelled (``_clean_all``). Unchanged where ``_track_lost`` is off,
         and after a phantom failure (the writer's snapshot may be in the table)."""
@@ -1522,17 +1541,18 @@ class Model:
         without how many races it lost where that can no longer change what happens
         (``_merge_losses``; the writers themselves otherwise).
 
-        What a lost race leaves a writer: ``attempt`` one higher, ``metadata_writes`` (the
-        counter its file names and snapshot ids are made from) one higher, and the objects
-        of the attempt (``lost``, already left out). Two states that differ only in these
-        behave alike, as far as any verdict can tell:
+        What a lost race leaves a writer: ``attempt`` one higher (the next attempt's files
+        are named after it, ``_attempt_names``), and the objects of the attempt (``lost``,
+        already left out). Its snapshot keeps its id. Two states that differ only in these,
+        or in ``ids_taken``, behave alike, as far as any verdict can tell:
 
-        * ``metadata_writes`` only names what the writer writes next (``slot * 1000 + n``,
-          ``v<version>-<writer>-<n>.metadata.json``, the manifests and manifest lists named
-          after the snapshot id): the two futures are the same up to a renaming of the
-          writer's new names, which keeps their order (all above what it wrote before, below
-          the next writer's ids), and no step or property reads a name for more than
-          identity and order. Left out (0) for every writer.
+        * ``ids_taken`` and ``attempt`` name what the writer writes next (its next
+          operation's snapshot ``slot * 1000 + ids_taken + 1``; the files of its next attempt,
+          ``v<version>-<writer>-<n>[-<attempt>].metadata.json`` and the manifests and
+          manifest list ``attempt_prefix`` names): the two futures are the same up to a
+          renaming of the writer's new names, which keeps their order (all above what it
+          wrote before, below the next writer's ids), and no step or property reads a name
+          for more than identity and order. ``ids_taken`` is left out (0) for every writer.
         * ``attempt`` is read as zero or not (PyIceberg's first attempt, the ``lost_race``
           event; a finished record's ``attempts`` is read as above one or not) and against
           the retry limit. A writer that lost at least once, and cannot lose enough further
@@ -1577,8 +1597,8 @@ class Model:
         if w.attempt > 0 and w.operation is not None:
             # safe iff attempt + (others' entries left) + (holds a refresh) <= retries
             slack = self._retries(w) - w.attempt - (w.refreshed_path is not None)
-        plain = replace(w, metadata_writes=0) if w.metadata_writes else w
-        merged = replace(w, attempt=-1, metadata_writes=0) if slack is not None else None
+        plain = replace(w, ids_taken=0) if w.ids_taken else w
+        merged = replace(w, attempt=-1, ids_taken=0) if slack is not None else None
         got = (self._actions_tag, left, slack, plain, merged)
         object.__setattr__(w, _TWINS_ATTR, got)
         return got

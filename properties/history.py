@@ -6,18 +6,22 @@
   read (its base snapshot) and, if its snapshot is on the lineage, where it landed;
 * rows of any snapshot, read once per evaluation.
 
-Snapshot ids are unique within one state (writer slot * 1000 + metadata write counter; setup
-commits are 1..n), so per-evaluation caches keyed by snapshot id are sound.
+Snapshot ids are unique within one state (writer slot * 1000 + the writer's count of ids taken;
+setup commits are 1..n) but for the attempts of one snapshot: a snapshot keeps its id across its
+commit attempts, and the metadata file of an attempt that lost its race, which no reader reaches,
+lists another version of it. Lookups by id read the current metadata, or else the version
+written last (``snapshots_by_id``: the committed one), so per-evaluation caches keyed by
+snapshot id are sound.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from icecheck.models.commands_spec import Command
 from icecheck.models.filters import eval_row
-from icecheck.models.metadata import Snapshot, TableMetadata, snapshot_files_key
+from icecheck.models.metadata import Snapshot, TableMetadata, snapshots_by_id
 from icecheck.models.reads import live_data_entries, live_delete_entries, read_rows
 from icecheck.models.operations import TRANSACTION
 from icecheck.models.system import COMMITTED, Model, OpRecord, State
@@ -122,12 +126,7 @@ class History:
         if snap is not None:
             return snap
         if self._snapshots is None:  # off-lineage (a lost commit): search every metadata file
-            index: dict[int, Snapshot] = {}
-            for obj in self.store.values():
-                if isinstance(obj, TableMetadata):
-                    for s in obj.snapshots:
-                        index.setdefault(s.snapshot_id, s)
-            self._snapshots = index
+            self._snapshots = snapshots_by_id(self.store)
         return self._snapshots.get(snapshot_id)
 
     def ancestry(self, snapshot_id: int | None) -> list[int]:
@@ -156,8 +155,9 @@ class History:
         return got
 
     def rows_key(self, snapshot_id: int | None) -> tuple:
-        """What ``read_rows`` reads of a snapshot, by content (``memo.content``): its
-        manifest list and manifests (their entries carry the files). () for no snapshot."""
+        """What ``read_rows`` reads of a snapshot, by content (``memo.content``): the
+        manifests its manifest list names, in order, without their names (``_rows_key_of``).
+        () for no snapshot."""
         got = self._rows_keys.get(snapshot_id)
         if got is None:
             # self.snapshot, with its commonest case inline: a snapshot the metadata lists
@@ -174,7 +174,7 @@ class History:
                 if cached is not None and cached[0] == self.memo.token:
                     got = cached[1]
                 else:
-                    got = snapshot_files_key(snap, self.store.__getitem__, self.memo.content)
+                    got = _rows_key_of(snap, self.store.__getitem__, self.memo)
                     object.__setattr__(snap, "_icecheck_rows_key", (self.memo.token, got))
             self._rows_keys[snapshot_id] = got
         return got
@@ -216,6 +216,33 @@ class History:
         return self.by_files(("live",), snapshot.snapshot_id, _live_files, self.store, snapshot)
 
 
+def _rows_key_of(snap: Snapshot, get, memo) -> tuple:
+    """``History.rows_key`` of ``snap``: the content of each manifest its manifest list names,
+    in order, without the manifest's path ((None,) when the manifest list is gone; None for a
+    manifest that is). What a reader of the snapshot gets (rows, live entries, the files'
+    facts) comes from the manifests' entries; their names are only how they are found, and
+    no property names a manifest. An attempt's manifests are named after its attempt
+    (models/metadata.py ``attempt_prefix``), so with paths in it the key of a commit that
+    lost a race first differed from the same commit made at once, and every memo keyed by it
+    missed (issue 44). Each manifest's key is cached on it, for this memo (``memo.token``)."""
+    mlist = get(snap.manifest_list)
+    if mlist is None:
+        return (None,)
+    token, content = memo.token, memo.content
+    out = []
+    for path in mlist.manifests:
+        m = get(path)
+        if m is None:
+            out.append(None)
+            continue
+        got = m.__dict__.get("_icecheck_pf")
+        if got is None or got[0] != token:
+            got = (token, content(replace(m, path="")))
+            object.__setattr__(m, "_icecheck_pf", got)
+        out.append(got[1])
+    return tuple(out)
+
+
 def _live_files(store, snapshot: Snapshot) -> tuple:
     return live_data_entries(store, snapshot), live_delete_entries(store, snapshot)
 
@@ -238,11 +265,7 @@ def _lineage(state: State, meta: TableMetadata) -> list[Snapshot]:
         snap = meta.snapshot(sid)
         if snap is None:
             if index is None:
-                index = {}
-                for obj in state.store.archive().values():
-                    if isinstance(obj, TableMetadata):
-                        for s in obj.snapshots:
-                            index.setdefault(s.snapshot_id, s)
+                index = snapshots_by_id(state.store.archive())
             snap = index.get(sid)
             if snap is None:
                 break

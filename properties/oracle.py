@@ -569,8 +569,8 @@ def _oracle_key(h: History, kf: KeyFn) -> tuple | None:
                 cached = got.__dict__.get("_icecheck_rows_key")
                 base_rows = (cached[1] if cached is not None and cached[0] == token
                              else h.rows_key(base))
-            who = (op.label, content(op.record) if op.record is not None else op.index,
-                   base_rows)
+            who = (op.label, _record_key(op.record, content, token)
+                   if op.record is not None else op.index, base_rows)
         key.append((sid, rows, sid in h.inner_ids, who))
     key_t = tuple(key)
     if local:
@@ -579,6 +579,22 @@ def _oracle_key(h: History, kf: KeyFn) -> tuple | None:
             object.__setattr__(meta, "_icecheck_ok", cache)
         cache[ids] = (tuple(op.record for op in h.lineage_ops if op is not None), key_t)
     return key_t
+
+
+def _record_key(record, content: Callable, token) -> Any:
+    """A finished operation's record by content, without ``attempts``, cached on the record
+    (tagged with the memo's ``token``). Nothing the memo shares reads how many races an
+    operation lost (only reachability's own ``reached`` does, never shared), and a snapshot
+    keeps its id across its attempts (models/system.py ``Model._attempt_names``), and the
+    rows keys leave out the attempt-named manifests (``History.rows_key``): so the lineages
+    of writers that lost different numbers of races share their oracle and checks (issue 44:
+    through the first 1,176,326 states of spark-only.yaml's largest part, 7,667 oracles and
+    lineage checks instead of 20,665)."""
+    got = record.__dict__.get("_icecheck_rk")
+    if got is None or got[0] != token:
+        got = (token, content(record if record.attempts == 1 else replace(record, attempts=1)))
+        object.__setattr__(record, "_icecheck_rk", got)
+    return got[1]
 
 
 #: ``_oracle_key``'s cache on one metadata object holds at most this many keys

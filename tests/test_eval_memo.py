@@ -97,6 +97,37 @@ def test_resumed_oracle_equals_a_fresh_fold(mix):
     assert resumed
 
 
+def test_a_commit_after_a_lost_race_shares_the_memo_of_the_same_commit_made_at_once():
+    """Issue 44: the same lineage, once with w2 refreshing after w1's commit and committing at
+    once, once with w2 losing its race first. The snapshot keeps its id across attempts and
+    the memo keys leave out the attempt count and the attempt-named manifests, so the second
+    evaluation runs no oracle and no lineage check of its own (and judges alike)."""
+    from icecheck.engines.config import build_model_config
+    from icecheck.engines.symmetry import Fingerprinter
+    from icecheck.models.system import Action, Model
+    cfg = mix_config("spark-3.5-cow-serializable", mix=("insert",))
+    model = Model(build_model_config(cfg))
+
+    def run(actions):
+        state = model.initial()
+        for a in actions:
+            state = model.step(state, Action.parse(a))
+        return state
+    at_once = run(["w1.begin", "w2.begin", "w1.refresh", "w1.cas", "w2.refresh", "w2.cas"])
+    lost = run(["w1.begin", "w2.begin", "w1.refresh", "w2.refresh", "w1.cas", "w2.cas",
+                "w2.refresh", "w2.cas"])
+    assert [r.attempts for r in lost.writer("w2").history] == [2]
+    assert lost.metadata.current_snapshot_id == at_once.metadata.current_snapshot_id
+    memo = EvalMemo(Fingerprinter(cfg).content)
+    verdicts = []
+    for s in (at_once, lost):
+        analysis._CACHE.clear()
+        verdicts.append((_plain(evaluate(model, s, memo=memo)), reached(model, s, memo=memo)))
+    assert len(memo.oracles) == 1 and len(memo.lineage_checks) == 1
+    assert verdicts[0][0] == verdicts[1][0]
+    assert verdicts[1][1] - verdicts[0][1] == {"lost_race", "retry_committed"}
+
+
 def test_a_bounded_memo_forgets_and_still_agrees():
     """A memo whose tables hold 3 entries keeps forgetting: the verdicts are the same."""
     cfg = with_retries(mix_config("spark-3.5-mor-snapshot", 3, 1, ("delete", "update"), 1), 1)

@@ -9,6 +9,7 @@ import pytest
 
 from icecheck.engines.config import build_model_config, mix_config
 from icecheck.models import catalog as cat
+from icecheck.models.metadata import snapshots_by_id
 from icecheck.models.reads import read_rows
 from icecheck.models.system import (COMMIT_FAILED, COMMIT_UNKNOWN, COMMITTED, CRASHED, Action,
                                     Model, StepError, digest)
@@ -88,6 +89,30 @@ def test_cas_catalog_rejects_a_stale_swap_and_the_writer_retries():
     assert outcomes(state) == {"w1": [COMMITTED], "w2": [COMMITTED]}
     assert state.writer("w2").history[0].attempts == 2
     assert rows(model, state) == [(0, "v0"), (1, "v0"), (101, "w1.1"), (201, "w2.1")]
+
+
+def test_a_retried_snapshot_keeps_its_id_and_writes_new_files():
+    """Java's SnapshotProducer caches snapshotId() across the attempts of commit() (and names
+    each attempt's manifest list snap-<id>-<attempt>-<uuid>.avro); PyIceberg's
+    _refresh_for_retry keeps _snapshot_id. The lost attempt's metadata file lists another
+    version of the snapshot (another parent and sequence number) under the same id, which the
+    lookups of a snapshot off the current metadata pass over (snapshots_by_id)."""
+    cfg = mix_config("spark-3.5-cow-serializable", mix=("insert",))
+    model = Model(build_model_config(cfg))
+    lost = run(model, ["w1.begin", "w2.begin", "w1.refresh", "w2.refresh", "w1.cas", "w2.cas"])
+    assert lost.writer("w2").attempt == 1
+    state = run(model, ["w1.begin", "w2.begin", "w1.refresh", "w2.refresh", "w1.cas", "w2.cas",
+                        "w2.refresh", "w2.cas"])
+    rec = state.writer("w2").history[0]
+    assert (rec.outcome, rec.attempts, rec.snapshot_id) == (COMMITTED, 2, 2001)
+    committed = state.metadata.snapshot(2001)
+    assert committed.manifest_list == "snap-2001-2.avro" and committed.parent_id == 1001
+    first = lost.store["v2-w2-1.metadata.json"].snapshot(2001)      # the attempt that lost
+    assert first.manifest_list == "snap-2001.avro" and first.parent_id == 1
+    assert state.metadata.path == "v3-w2-1-2.metadata.json"
+    assert snapshots_by_id(state.store.archive())[2001] == committed
+    # the writer's next operation takes the next id, whatever its last one lost
+    assert state.writer("w2").ids_taken == 1
 
 
 @pytest.mark.parametrize("kind", [cat.CAS, cat.PUT_IF_ABSENT])

@@ -61,6 +61,26 @@ def test_one_swap_several_snapshots_one_record():
     assert not verdict.properties, verdict.properties
 
 
+def test_a_retried_transaction_keeps_its_snapshots_ids():
+    """Each staged SnapshotProducer caches its snapshotId(): the retry after a lost race
+    re-applies the staged operations under the same ids, with new manifest lists."""
+    _, _, verdict, state = _run_text(
+        "version: 1\ncatalog: cas\n" + HEAD[len("version: 1\n"):]
+        + "  - begin: w1\n    op: transaction\n    operations:\n"
+        "      - {op: append, add: [b]}\n      - {op: append, add: [c]}\n"
+        "  - write: w1\n  - refresh: w1\n  - validate: w1\n  - write_metadata: w1\n"
+        "  - commit: {op: append, add: [a]}\n"
+        "  - cas: w1\n  - commit: w1\n    expect: {outcome: committed}\n")
+    assert verdict.passed, verdict.failures
+    rec = state.writer("w1").history[-1]
+    assert rec.attempts == 2 and len(rec.snapshot_ids) == 2
+    first, last = rec.snapshot_ids
+    assert last == first + 1
+    assert [state.metadata.snapshot(i).manifest_list for i in rec.snapshot_ids] == \
+        [f"snap-{first}-2.avro", f"snap-{last}-2.avro"]
+    assert state.writer("w1").ids_taken == 2
+
+
 def test_history_maps_every_snapshot_and_judges_only_the_last():
     sc, model_cfg, _, state = _run_text(
         HEAD + "  - commit:\n      op: transaction\n      operations:\n"
