@@ -13,7 +13,9 @@ process only):
 * ``lost_attempts``: fingerprints that leave out what attempts that lost their race wrote
   (``engines/symmetry.py``, ``LEAVE_OUT_LOST``; ``WriterState.lost``);
 * ``lost_races``: fingerprints that leave out how many races a writer lost where that can no
-  longer matter (``engines/symmetry.py``, ``MERGE_LOSSES``; ``Model.fingerprint_writers``).
+  longer matter (``engines/symmetry.py``, ``MERGE_LOSSES``; ``Model.fingerprint_writers``);
+* ``loss_counts``: fingerprints that encode a finished operation's attempts capped at 2
+  (``engines/symmetry.py``, ``LEAVE_OUT_LOSSES``; ``capped``).
 
 Writer symmetry and the sleep sets are measured elsewhere (the benchmark's "unreduced" runs in
 reports/benchmarks.md). The subjects: the canonical configurations and the smaller ones of
@@ -43,7 +45,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEVERS = {"doomed_swaps": ("icecheck.engines.por", "DOOMED_SWAPS"),
           "failed_records": ("icecheck.engines.symmetry", "LEAVE_OUT_FAILED"),
           "lost_attempts": ("icecheck.engines.symmetry", "LEAVE_OUT_LOST"),
-          "lost_races": ("icecheck.engines.symmetry", "MERGE_LOSSES")}
+          "lost_races": ("icecheck.engines.symmetry", "MERGE_LOSSES"),
+          "loss_counts": ("icecheck.engines.symmetry", "LEAVE_OUT_LOSSES")}
 GROUPS = ("canonical", "others", "examples", "realistic")
 #: BFS levels of a realistic pipeline searched on each side (about half a million states)
 MAX_DEPTH = 14
@@ -192,7 +195,9 @@ def markdown(doc: dict) -> str:
               "lost_attempts": "What attempts that lost their race wrote left out of "
                                "fingerprints (engines/symmetry.py)",
               "lost_races": "How many races a writer lost left out of fingerprints where it "
-                            "can no longer matter (engines/symmetry.py, models/system.py)"}
+                            "can no longer matter (engines/symmetry.py, models/system.py)",
+              "loss_counts": "A finished operation's attempts beyond the second left out of "
+                             "fingerprints (engines/symmetry.py)"}
     runs = doc.get("runs") or {}
     for lever in doc["levers"]:
         L += [f"## {titles.get(lever, lever)}", ""]

@@ -35,7 +35,7 @@ from typing import Callable
 
 from icecheck.engines.config import ExploreConfig
 from icecheck.engines.por import applies as por_applies, independent, sleep_after
-from icecheck.engines.symmetry import Fingerprinter, check_bounds, read_whole
+from icecheck.engines.symmetry import Fingerprinter, capped, check_bounds, read_whole
 from icecheck.models import system as S
 from icecheck.models.commands import PlanError
 from icecheck.models.metadata import TableMetadata
@@ -280,23 +280,12 @@ def _writer_part(w, fp: Fingerprinter, p) -> tuple:
     # ``Model.fingerprint_writers`` merged its losses: at least one), and a
     # record's ``attempts`` as above one or not (``retry_committed``): both capped
     return (fp.str_code(w.name, p), w.attempt != 0,
-            tuple(d(_capped(r), p) if read_whole(r)
+            tuple(d(capped(r), p) if read_whole(r)
                   else (r.index, r.outcome, min(r.attempts, 2)) for r in w.history),
             None if w.phantom_id is None else (p.int_(w.phantom_id), d(w.operation, p)),
             # a streaming sink: whether it finished its source (properties/delivery.py judges
             # only those) and its restarts (never permuted: sinks are no writer's twin)
             None if w.sink is None else (w.phase == S.DONE, repr(w.sink.restarts)))
-
-
-def _capped(r):
-    """``r`` with ``attempts`` capped at 2 (what the properties tell apart), cached on ``r``."""
-    if r.attempts <= 2:
-        return r
-    got = r.__dict__.get("_icecheck_capped")
-    if got is None:
-        got = replace(r, attempts=2)
-        object.__setattr__(r, "_icecheck_capped", got)
-    return got
 
 
 def _part_name(part: tuple) -> int:

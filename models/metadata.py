@@ -178,14 +178,16 @@ def snapshot_files_key(snapshot: Snapshot, get, content) -> tuple:
     return tuple(out)
 
 
-def attempt_prefix(snapshot_id: int, attempt: int = 0) -> str:
+def attempt_prefix(snapshot_id: int, tag: str = "") -> str:
     """What the manifest list and new manifests of one commit attempt of snapshot
-    ``snapshot_id`` are named after: ``snap-<id>`` on the first attempt, ``snap-<id>-<k>`` on
-    the k-th. A snapshot keeps its id across its attempts (Java's SnapshotProducer caches
-    ``snapshotId()``; PyIceberg's ``_refresh_for_retry`` keeps ``_snapshot_id``), and each
-    attempt writes new files: Java names the manifest list
-    ``snap-<id>-<attempt>-<commit uuid>.avro`` (SnapshotProducer.manifestListPath)."""
-    return f"snap-{snapshot_id}" if attempt == 0 else f"snap-{snapshot_id}-{attempt + 1}"
+    ``snapshot_id`` are named after: ``snap-<id>-<tag>``, the tag telling the attempt from the
+    snapshot's other attempts (``Model._attempt_names``: the version of the metadata file it
+    writes, ``v3``); ``snap-<id>`` without one (the set-up commits). A snapshot keeps its id
+    across its attempts (Java's SnapshotProducer caches ``snapshotId()``; PyIceberg's
+    ``_refresh_for_retry`` keeps ``_snapshot_id``), and each attempt writes new files: Java
+    names the manifest list ``snap-<id>-<attempt>-<commit uuid>.avro``
+    (SnapshotProducer.manifestListPath)."""
+    return f"snap-{snapshot_id}-{tag}" if tag else f"snap-{snapshot_id}"
 
 
 def snapshots_by_id(objects) -> dict[int, Snapshot]:

@@ -378,7 +378,7 @@ def _fail_any_delete(table: TableConfig, op: Operation, manifests, removed) -> N
 def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op: Operation,
                      *, snapshot_id: int, writer_name: str, metadata_path: str,
                      starting_id: int | None, starting_sequence: int | None = None,
-                     filter_cache: dict | None = None, attempt: int = 0) -> Produced:
+                     filter_cache: dict | None = None, tag: str = "") -> Produced:
     """Apply ``op`` to ``base``. ``starting_sequence`` is the sequence number of the writer's
     starting snapshot as it read it when it began (Spark passes it to
     ``RewriteFiles.dataSequenceNumber`` at planning time), so an expiry of that snapshot does not
@@ -388,7 +388,7 @@ def produce_snapshot(store: Mapping, table: TableConfig, base: TableMetadata, op
     branch's ref, created from main's head when it does not exist yet."""
     parent = base.latest_snapshot(op.branch)
     seq = base.last_sequence_number + 1
-    prefix = attempt_prefix(snapshot_id, attempt)   # the attempt's files: new names each time
+    prefix = attempt_prefix(snapshot_id, tag)   # the attempt's files: new names each time
     mw = _ManifestWriter(prefix, snapshot_id, seq)
     parent_data = manifests_of(store, parent, DATA_MANIFEST)
     parent_deletes = manifests_of(store, parent, DELETE_MANIFEST)

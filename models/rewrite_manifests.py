@@ -46,7 +46,7 @@ def plan_rewrite(store: Mapping, snapshot: Snapshot | None) -> tuple:
 
 
 def apply_rewrite(store: Mapping, base: TableMetadata, groups: tuple, *, snapshot_id: int,
-                  writer_name: str, metadata_path: str, attempt: int = 0
+                  writer_name: str, metadata_path: str, tag: str = ""
                   ) -> tuple[TableMetadata, dict]:
     """BaseRewriteManifests.apply on ``base``: the metadata and the new objects (manifests,
     manifest list, metadata file). Raises ValidationFailed as validateDeletedManifests does."""
@@ -59,7 +59,7 @@ def apply_rewrite(store: Mapping, base: TableMetadata, groups: tuple, *, snapsho
                 "deleted_manifest", f"Deleted manifest {path} could not be found in the latest "
                                     f"snapshot {current.snapshot_id if current else None}")
     seq = base.last_sequence_number + 1
-    prefix = attempt_prefix(snapshot_id, attempt)   # the attempt's files: new names each time
+    prefix = attempt_prefix(snapshot_id, tag)   # the attempt's files: new names each time
     objects: dict = {}
     new_paths = []
     for i, (content, _, entries) in enumerate(groups):

@@ -548,6 +548,11 @@ class Model:
             config, (ORPHANS_COMMAND, REMOVE_ORPHAN_FILES)))
         self._lockers = frozenset(c.writer for c in config.clients
                                   if clients_.needs_lock_step(c.kind))
+        #: does the table's version only ever rise? Not where a swap may install a file of a
+        #: lower version than the catalog's (a last-writer-wins catalog, and catalog clients:
+        #: one that does not compare, a Hive lock's write after its check): there a retry may
+        #: write a version an earlier attempt of its operation wrote (``_attempt_names``)
+        self._versions_rise = config.catalog in (cat.CAS, cat.PUT_IF_ABSENT) and not config.clients
         #: let the checker compare states without how many races a writer lost, where that
         #: can no longer matter (``fingerprint_writers``)? Only where every lost race needs
         #: another writer's applied swap and each program entry swaps at most once: not with
@@ -1242,10 +1247,10 @@ class Model:
 
     def _write_metadata(self, state: State, w: WriterState, a: Action) -> State:
         base = state.metadata_at(w.refreshed_path)
-        w, n, path = self._attempt_names(w, base)
+        w, n, path, tag = self._attempt_names(w, base)
         snapshot_id = w.slot * 1000 + n
         if w.operation.kind == TRANSACTION:
-            return self._write_transaction(state, w, base, path, n)
+            return self._write_transaction(state, w, base, path, n, tag)
         if w.phantom_id is not None and base.snapshot(w.phantom_id) is not None:
             # SnapshotProducer.commit: apply() reuses the snapshot id, and "if
             # (base.snapshot(newSnapshot.snapshotId()) != null) { // this is a rollback
@@ -1265,7 +1270,7 @@ class Model:
             try:
                 meta, objects = rwm_.apply_rewrite(state.store, base, operation.manifest_rewrite,
                                                    snapshot_id=snapshot_id, writer_name=w.name,
-                                                   metadata_path=path, attempt=w.attempt)
+                                                   metadata_path=path, tag=tag)
             except ValidationFailed as e:
                 return self._finish(state, w, VALIDATION_FAILED,
                                     e.message, e.check)
@@ -1336,7 +1341,7 @@ class Model:
                                         snapshot_id=snapshot_id, writer_name=w.name,
                                         metadata_path=path, starting_id=start_id,
                                         starting_sequence=start_seq, filter_cache=cache,
-                                        attempt=w.attempt)
+                                        tag=tag)
         except ValidationFailed as e:
             return self._finish(state, w, VALIDATION_FAILED,
                                 e.message, e.check)
@@ -1348,29 +1353,43 @@ class Model:
                     written=written)
         return self._put_writer(state, w, store=state.store.put_all(dict(produced.objects)))
 
-    @staticmethod
-    def _attempt_names(w: WriterState, base: TableMetadata) -> tuple[WriterState, int, str]:
-        """(the writer, ``n``, the attempt's metadata file name) of the metadata write about
+    def _attempt_names(self, w: WriterState, base: TableMetadata
+                       ) -> tuple[WriterState, int, str, str]:
+        """(the writer, ``n``, the attempt's metadata file name, the tag its manifests and
+        manifest list are named with, ``metadata.attempt_prefix``) of the metadata write about
         to happen: the operation's snapshot is ``slot * 1000 + n`` (a transaction's ``n``,
-        ``n + 1``, ...). An operation's first attempt takes new ids (``ids_taken``); its retries
-        keep them, as the engines do: Java's SnapshotProducer caches ``snapshotId()`` across the
-        attempts of ``commit()`` (a snapshot that lost its race is applied again under the
-        same id), and PyIceberg's ``_SnapshotProducer._refresh_for_retry`` keeps
+        ``n + 1``, ...). An operation's first attempt takes new ids (``ids_taken``); its
+        retries keep them, as the engines do: Java's SnapshotProducer caches ``snapshotId()``
+        across the attempts of ``commit()`` (a snapshot that lost its race is applied again
+        under the same id), and PyIceberg's ``_SnapshotProducer._refresh_for_retry`` keeps
         ``_snapshot_id`` ("kept stable across attempts so it acts as an idempotency key").
-        Each attempt writes under new names: ``v<version>-<writer>-<n>.metadata.json`` and the
-        manifests and manifest list ``attempt_prefix`` names on the first, with
-        ``-<attempt>`` after ``n`` on a retry (a swap that never happened leaves the version
-        where it was: only the attempt tells its files from the last one's)."""
+
+        Each attempt writes new files, named after the snapshot id and the version of the
+        metadata file the attempt writes (``v<version>-<writer>-<n>.metadata.json``,
+        ``snap-<id>-v<version>.avro``, ``snap-<id>-v<version>-m<k>.avro``): where the
+        table's version only rises (``_versions_rise``), a retry follows a swap that moved the
+        version on (another writer's, or its own applied one), so its version is new. Named
+        after the version, not the attempt, a commit made after lost races writes what the
+        same commit made at once writes, and the two states differ only in what the lost
+        attempts left (left out of fingerprints) and the count of attempts (issue 44).
+        Where a swap can set the version back (a last-writer-wins catalog, catalog clients),
+        a retry may write a version an earlier attempt of its operation wrote: a retry is
+        named after its attempt too there (``v3-2``). Names are a function of the writer and
+        the metadata it refreshed to, as the step memo requires (``_step_key``)."""
         span = len(w.operation.ops) if w.operation.kind == TRANSACTION else 1
+        version = base.version + 1
         if w.attempt == 0:
             n = w.ids_taken + 1
             w = replace(w, ids_taken=w.ids_taken + span)
-            return w, n, f"v{base.version + 1}-{w.name}-{n}.metadata.json"
-        n = w.ids_taken - span + 1
-        return w, n, f"v{base.version + 1}-{w.name}-{n}-{w.attempt + 1}.metadata.json"
+        else:
+            n = w.ids_taken - span + 1
+        if w.attempt and not self._versions_rise:
+            tag = f"v{version}-{w.attempt + 1}"
+            return w, n, f"v{version}-{w.name}-{n}-{w.attempt + 1}.metadata.json", tag
+        return w, n, f"v{version}-{w.name}-{n}.metadata.json", f"v{version}"
 
     def _write_transaction(self, state: State, w: WriterState, base: TableMetadata, path: str,
-                           n: int) -> State:
+                           n: int, tag: str) -> State:
         """commitSimpleTransaction's applyUpdates: every staged operation re-applied, in
         order, on the refreshed metadata; one metadata file, one swap (models/transaction.py).
         Its snapshots take ids ``slot * 1000 + n``, ``+ 1``, ... (``_attempt_names``: the
@@ -1384,7 +1403,7 @@ class Model:
             meta, objects, ids = txn_.apply_transaction(
                 state.store, self._table_at, base, op, first_snapshot_id=first,
                 writer_name=w.name, metadata_path=path, starting_id=w.base_snapshot_id,
-                caches=caches, attempt=w.attempt)
+                caches=caches, tag=tag)
         except ValidationFailed as e:
             return self._finish(state, w,
                                 VALIDATION_FAILED, e.message, e.check)
@@ -1541,18 +1560,19 @@ class Model:
         without how many races it lost where that can no longer change what happens
         (``_merge_losses``; the writers themselves otherwise).
 
-        What a lost race leaves a writer: ``attempt`` one higher (the next attempt's files
-        are named after it, ``_attempt_names``), and the objects of the attempt (``lost``,
-        already left out). Its snapshot keeps its id. Two states that differ only in these,
-        or in ``ids_taken``, behave alike, as far as any verdict can tell:
+        What a lost race leaves a writer: ``attempt`` one higher, and the objects of the
+        attempt (``lost``, already left out). Its snapshot keeps its id, and its next
+        attempt's files are named after the version they write (``_attempt_names``). Two
+        states that differ only in these, or in ``ids_taken``, behave alike, as far as any
+        verdict can tell:
 
-        * ``ids_taken`` and ``attempt`` name what the writer writes next (its next
-          operation's snapshot ``slot * 1000 + ids_taken + 1``; the files of its next attempt,
-          ``v<version>-<writer>-<n>[-<attempt>].metadata.json`` and the manifests and
-          manifest list ``attempt_prefix`` names): the two futures are the same up to a
-          renaming of the writer's new names, which keeps their order (all above what it
-          wrote before, below the next writer's ids), and no step or property reads a name
-          for more than identity and order. ``ids_taken`` is left out (0) for every writer.
+        * ``ids_taken`` names what the writer writes next (its next operation's snapshot
+          ``slot * 1000 + ids_taken + 1``, and the files named after it), and ``attempt``
+          does where an attempt's version was written before (``v3-2``): the two futures are
+          the same up to a renaming of the writer's new names, which keeps their order (all
+          above what it wrote before, below the next writer's ids), and no step or property
+          reads a name for more than identity and order. ``ids_taken`` is left out (0) for
+          every writer.
         * ``attempt`` is read as zero or not (PyIceberg's first attempt, the ``lost_race``
           event; a finished record's ``attempts`` is read as above one or not) and against
           the retry limit. A writer that lost at least once, and cannot lose enough further

@@ -50,7 +50,7 @@ def apply_transaction(store, table_at: Callable[[TableMetadata], TableConfig],
                       base: TableMetadata, op: Operation, *, first_snapshot_id: int,
                       writer_name: str, metadata_path: str, starting_id: int | None,
                       starting_sequence: int | None = None, caches: list | None = None,
-                      attempt: int = 0) -> tuple[TableMetadata, dict, tuple[int, ...]]:
+                      tag: str = "") -> tuple[TableMetadata, dict, tuple[int, ...]]:
     """Apply the staged operations of ``op`` (a TRANSACTION) one after another on ``base``.
 
     Returns the metadata the transaction commits (one file, ``metadata_path``, one version
@@ -61,9 +61,8 @@ def apply_transaction(store, table_at: Callable[[TableMetadata], TableConfig],
     validates from it. ``caches`` (one dict per staged operation, updated in place) are the
     operations' filter-manager caches (producer._filter_manifests), which a staged update keeps
     from its in-transaction commit to its re-application. Raises ``ValidationFailed`` as the
-    failing operation's ``commit()`` does. ``attempt``: which commit attempt of the
-    transaction this is (its snapshots keep their ids; their files are named per attempt,
-    ``metadata.attempt_prefix``).
+    failing operation's ``commit()`` does. ``tag``: names this commit attempt's files
+    (its snapshots keep their ids across attempts; ``metadata.attempt_prefix``).
     """
     meta = base
     view = store
@@ -79,7 +78,7 @@ def apply_transaction(store, table_at: Callable[[TableMetadata], TableConfig],
                                     metadata_path=f"{metadata_path}#{k}", starting_id=start,
                                     starting_sequence=starting_sequence,
                                     filter_cache=caches[k] if caches is not None else None,
-                                    attempt=attempt)
+                                    tag=tag)
         written = {p: o for p, o in produced.objects if not isinstance(o, TableMetadata)}
         objects.update(written)
         view = view.put_all(written)

@@ -14,7 +14,8 @@ SUBJECTS = "others:mor-snapshot-3w1op-r1,examples:backfill-add-files-retried.yam
 def test_reductions_benchmark_runs_end_to_end(tmp_path):
     assert R.main(["--subjects", SUBJECTS, "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "reductions.json").read_text())
-    assert doc["levers"] == ["doomed_swaps", "failed_records", "lost_attempts", "lost_races"]
+    assert doc["levers"] == ["doomed_swaps", "failed_records", "lost_attempts", "lost_races",
+                             "loss_counts"]
     assert [r["subject"] for r in doc["subjects"]] == SUBJECTS.split(",")
     for row in doc["subjects"]:
         assert row["on"]["complete"] and row["on"]["off"] is None
@@ -31,7 +32,7 @@ def test_reductions_benchmark_runs_end_to_end(tmp_path):
                for k in ("doomed_swaps", "failed_records", "lost_attempts"))
     assert backfill["lost_races"]["states"][0] > backfill["lost_races"]["states"][1]
     md = (tmp_path / "reductions.md").read_text()
-    assert md.count("| others:mor-snapshot-3w1op-r1 | ") == 4
+    assert md.count("| others:mor-snapshot-3w1op-r1 | ") == 5
     assert "## Doomed swaps explored alone" in md and "| yes |" in md
     # --markdown-only writes the same Markdown from the JSON
     (tmp_path / "reductions.md").write_text("")

@@ -64,7 +64,7 @@ def test_cleanup_keeps_what_a_retained_snapshot_lists():
     _, _, v, state = _run("expire-while-pending-reapplies-on-new-head.yaml")
     assert v.deleted_files == []
     # only snapshot 1's manifest list went
-    assert sorted(state.store.deleted) == ["snap-1001.avro"]
+    assert sorted(state.store.deleted) == ["snap-1001-v1.avro"]
     _, _, v, state = _run("expire-deletes-file-pending-delete-references.yaml")
     assert v.deleted_files == ["a1"]
     assert not missing_objects(state)

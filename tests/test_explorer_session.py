@@ -259,7 +259,7 @@ def test_render_html_and_svg():
     h = s._repr_html_()
     assert h.startswith('<div class="icx">') and "<style>" in h
     assert 'class="prop violated status-known_finding" data-property="undelete"' in h
-    assert "snap-2001-m1.avro" in h and "w2-1-p1" in h and ">ADDED<" in h
+    assert "snap-2001-v3-m1.avro" in h and "w2-1-p1" in h and ">ADDED<" in h
     assert "s-d1 @ 1" in h                               # a delete file's positions
     if dot_available():
         svg = s._repr_svg_()

@@ -185,7 +185,7 @@ def test_retries_exhausted_after_a_phantom_failure_run_the_clean_up():
          "w2.cas", "w1.refresh", "w3.begin", "w3.refresh", "w3.cas", "w1.cas"])).final
     r = state.writer("w1").history[-1]
     assert (r.outcome, r.snapshot_id, r.applied) == (S.COMMIT_FAILED, 1001, True)
-    assert {"snap-1001.avro", "snap-1001-m1.avro"} <= set(state.store.deleted)
+    assert {"snap-1001-v1.avro", "snap-1001-v1-m1.avro"} <= set(state.store.deleted)
     assert state.metadata.current_snapshot_id == 3001
     found = {v.property for v in evaluate(model, state)}
     assert "readable" in found and "metadata_integrity" not in found

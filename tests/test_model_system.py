@@ -96,7 +96,9 @@ def test_a_retried_snapshot_keeps_its_id_and_writes_new_files():
     each attempt's manifest list snap-<id>-<attempt>-<uuid>.avro); PyIceberg's
     _refresh_for_retry keeps _snapshot_id. The lost attempt's metadata file lists another
     version of the snapshot (another parent and sequence number) under the same id, which the
-    lookups of a snapshot off the current metadata pass over (snapshots_by_id)."""
+    lookups of a snapshot off the current metadata pass over (snapshots_by_id). Files are
+    named after the version the attempt writes: the commit made after a lost race writes
+    what the same commit made at once writes."""
     cfg = mix_config("spark-3.5-cow-serializable", mix=("insert",))
     model = Model(build_model_config(cfg))
     lost = run(model, ["w1.begin", "w2.begin", "w1.refresh", "w2.refresh", "w1.cas", "w2.cas"])
@@ -106,13 +108,39 @@ def test_a_retried_snapshot_keeps_its_id_and_writes_new_files():
     rec = state.writer("w2").history[0]
     assert (rec.outcome, rec.attempts, rec.snapshot_id) == (COMMITTED, 2, 2001)
     committed = state.metadata.snapshot(2001)
-    assert committed.manifest_list == "snap-2001-2.avro" and committed.parent_id == 1001
+    assert committed.manifest_list == "snap-2001-v3.avro" and committed.parent_id == 1001
     first = lost.store["v2-w2-1.metadata.json"].snapshot(2001)      # the attempt that lost
-    assert first.manifest_list == "snap-2001.avro" and first.parent_id == 1
-    assert state.metadata.path == "v3-w2-1-2.metadata.json"
+    assert first.manifest_list == "snap-2001-v2.avro" and first.parent_id == 1
+    assert state.metadata.path == "v3-w2-1.metadata.json"
     assert snapshots_by_id(state.store.archive())[2001] == committed
+    at_once = run(model, ["w1.begin", "w2.begin", "w1.refresh", "w1.cas", "w2.refresh",
+                          "w2.cas"])
+    assert at_once.metadata == state.metadata
+    lost_paths = {p for group in state.writer("w2").lost for p in group}
+    assert lost_paths == {"v2-w2-1.metadata.json", "snap-2001-v2.avro", "snap-2001-v2-m1.avro"}
+    assert {p: o for p, o in state.store.archive().items() if p not in lost_paths} == \
+        dict(at_once.store.archive())
     # the writer's next operation takes the next id, whatever its last one lost
     assert state.writer("w2").ids_taken == 1
+
+
+def test_a_retry_at_a_version_its_operation_wrote_before_is_named_after_its_attempt():
+    """A writer whose client does not compare (last-writer-wins) can set the table's version
+    back. w1's first attempt writes v3 and loses to w3, which sets the table to its own v2;
+    w1's retry refreshes to that v2 and writes v3 again: its files are named after the
+    attempt too (v3-2), and no object is written twice."""
+    from icecheck.models import clients
+    cfg = mix_config("spark-3.5-cow-serializable", 3, 1, ("insert",))
+    mc = build_model_config(cfg)
+    model = Model(replace(mc, clients=(clients.ClientSpec("w3", cat.LAST_WRITER_WINS),)))
+    state = run(model, ["w3.begin", "w3.refresh", "w2.begin", "w2.refresh", "w2.cas",
+                        "w1.begin", "w1.refresh", "w3.cas", "w1.cas", "w1.refresh", "w1.cas"])
+    rec = state.writer("w1").history[0]
+    assert (rec.outcome, rec.attempts, rec.snapshot_id) == (COMMITTED, 2, 1001)
+    assert state.metadata.path == "v3-w1-1-2.metadata.json"
+    assert state.metadata.snapshot(1001).manifest_list == "snap-1001-v3-2.avro"
+    assert state.store.archive()["v3-w1-1.metadata.json"].snapshot(1001).manifest_list == \
+        "snap-1001-v3.avro"
 
 
 @pytest.mark.parametrize("kind", [cat.CAS, cat.PUT_IF_ABSENT])

@@ -77,7 +77,7 @@ def test_a_retried_transaction_keeps_its_snapshots_ids():
     first, last = rec.snapshot_ids
     assert last == first + 1
     assert [state.metadata.snapshot(i).manifest_list for i in rec.snapshot_ids] == \
-        [f"snap-{first}-2.avro", f"snap-{last}-2.avro"]
+        [f"snap-{first}-v3.avro", f"snap-{last}-v3.avro"]
     assert state.writer("w1").ids_taken == 2
 
 
