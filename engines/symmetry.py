@@ -48,9 +48,9 @@ refused). ``under`` takes their items off the store's digest, and the writer's e
 the field out (``fingerprint_omit``). Nothing reads those objects again: the pointer never names
 the metadata file, no reader reaches the attempt's version of its snapshot (the next attempt
 keeps the id, and lookups off the current metadata take the version written last), the next
-attempt writes under new names and reuses none of them, and no clean-up of them is modelled; where one
-could read them (a clean-up after a phantom failure, remove_orphan_files, a clock) the model
-marks nothing. So states that differ only in what their lost attempts read before losing (the
+attempt writes under new names and reuses none of them, and no clean-up of them is modelled;
+where one could read them (a clean-up after a phantom failure, remove_orphan_files, a clock) the
+model marks nothing. So states that differ only in what their lost attempts read before losing (the
 same attempt, made on another table version) are one state (mor-serializable-3w2op-delete:
 22,658 -> 18,416; the realistic pipelines, whose commands retry, more).
 

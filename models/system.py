@@ -552,7 +552,8 @@ class Model:
         #: lower version than the catalog's (a last-writer-wins catalog, and catalog clients:
         #: one that does not compare, a Hive lock's write after its check): there a retry may
         #: write a version an earlier attempt of its operation wrote (``_attempt_names``)
-        self._versions_rise = config.catalog in (cat.CAS, cat.PUT_IF_ABSENT) and not config.clients
+        self._versions_rise = (config.catalog in (cat.CAS, cat.PUT_IF_ABSENT)
+                               and not config.clients)
         #: let the checker compare states without how many races a writer lost, where that
         #: can no longer matter (``fingerprint_writers``)? Only where every lost race needs
         #: another writer's applied swap and each program entry swaps at most once: not with
@@ -1272,16 +1273,14 @@ class Model:
                                                    snapshot_id=snapshot_id, writer_name=w.name,
                                                    metadata_path=path, tag=tag)
             except ValidationFailed as e:
-                return self._finish(state, w, VALIDATION_FAILED,
-                                    e.message, e.check)
+                return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
             w = replace(w, phase=PREPARED, pending_path=path, pending_snapshot_id=snapshot_id)
             return self._put_writer(state, w, store=state.store.put_all(objects))
         if operation.kind == CHERRY_PICK:
             try:
                 how, what = pick_.plan_pick(state.store, base, operation.pick)
             except ValidationFailed as e:
-                return self._finish(state, w, VALIDATION_FAILED,
-                                    e.message, e.check)
+                return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
             except pick_.NotModelled as e:
                 raise StepError(f"{a}: {e}") from None
             if how == pick_.FAST_FORWARD:
@@ -1343,8 +1342,7 @@ class Model:
                                         starting_sequence=start_seq, filter_cache=cache,
                                         tag=tag)
         except ValidationFailed as e:
-            return self._finish(state, w, VALIDATION_FAILED,
-                                e.message, e.check)
+            return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         w = replace(w, pending_cache=_freeze_caches([cache]))
         written = w.written
         if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
@@ -1405,8 +1403,7 @@ class Model:
                 writer_name=w.name, metadata_path=path, starting_id=w.base_snapshot_id,
                 caches=caches, tag=tag)
         except ValidationFailed as e:
-            return self._finish(state, w,
-                                VALIDATION_FAILED, e.message, e.check)
+            return self._finish(state, w, VALIDATION_FAILED, e.message, e.check)
         written = w.written
         if self.config.phantom_failures:  # only needed for the clean-up after a phantom failure
             written += tuple(p for p, o in objects.items() if not isinstance(o, TableMetadata))
@@ -1503,10 +1500,11 @@ class Model:
         raises the version past it), so no reader reaches the version of the writer's
         snapshot it lists (the next attempt lists its own under the same id: lookups by id
         off the current metadata take the version written last, ``snapshots_by_id``), the
-        next attempt writes under new names and reuses none of them (the filter cache keeps which files a
-        manifest's filter removed, not what it wrote), and the clean-up of an attempt nothing
-        committed is not modelled (``_clean_all``). Unchanged where ``_track_lost`` is off,
-        and after a phantom failure (the writer's snapshot may be in the table)."""
+        next attempt writes under new names and reuses none of them (the filter cache keeps
+        which files a manifest's filter removed, not what it wrote), and the clean-up of an
+        attempt nothing committed is not modelled (``_clean_all``). Unchanged where
+        ``_track_lost`` is off, and after a phantom failure (the writer's snapshot may be in
+        the table)."""
         if not self._track_lost or w.phantom_id is not None or w.pending_path is None:
             return w.lost
         objs = state.store._objects
