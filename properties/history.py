@@ -221,10 +221,11 @@ def _rows_key_of(snap: Snapshot, get, memo) -> tuple:
     in order, without the manifest's path ((None,) when the manifest list is gone; None for a
     manifest that is). What a reader of the snapshot gets (rows, live entries, the files'
     facts) comes from the manifests' entries; their names are only how they are found, and
-    no property names a manifest. An attempt's manifests are named after its attempt
-    (models/metadata.py ``attempt_prefix``), so with paths in it the key of a commit that
-    lost a race first differed from the same commit made at once, and every memo keyed by it
-    missed (issue 44). Each manifest's key is cached on it, for this memo (``memo.token``)."""
+    no property names a manifest. An attempt's manifests are named after the version it
+    writes (models/metadata.py ``attempt_prefix``), so with paths in it the same commit made
+    at another version (after lost races, or after another writer's commit) had another key,
+    and every memo keyed by it missed (issue 44). Each manifest's key is cached on it, for
+    this memo (``memo.token``)."""
     mlist = get(snap.manifest_list)
     if mlist is None:
         return (None,)
