@@ -64,7 +64,32 @@ def _spark_row(cfg, master: str, bounds: Bounds = Bounds()) -> tuple[dict, objec
                           "rebuilt": w.get("replayed", 0), "verdicts": w.get("verdicts", 0),
                           "cpu_s": round(w.get("expand_cpu", 0) + w.get("dedup_cpu", 0), 2),
                           "peak_rss_mb": round(w.get("peak_rss_mb", 0), 1)}
-                         for k, w in work.items()]}, r)
+                         for k, w in work.items()],
+             "levels": level_time(getattr(r, "spark_levels", []))}, r)
+
+
+def level_time(levels: list[tuple]) -> dict:
+    """Where a Spark search's wall time went, from its levels (``spark_search``'s
+    ``spark_levels``: depth, frontier, where it ran, wall seconds, each keeper's CPU seconds):
+    the levels the driver ran; the hand-over level (the keepers' first, which waits for
+    Spark's first job and their start); the later levels' wall seconds beside their slowest
+    keeper's CPU seconds and all keepers' together. A level lasts as long as its slowest
+    keeper plus what is not a keeper's CPU: Spark's scheduling and shuffle, the pickled blobs'
+    trips, and any core the machine's other work held."""
+    driver = [lv for lv in levels if lv[2] == "driver"]
+    spark = [lv for lv in levels if lv[2] == "spark"]
+    out = {"driver_levels": len(driver),
+           "driver_s": round(sum(lv[3] for lv in driver), 2),
+           "spark_levels": len(spark)}
+    if spark:
+        first, rest = spark[0], spark[1:]
+        out.update(handover_depth=first[0], handover_s=round(first[3], 2),
+                   handover_slowest_cpu_s=round(max(first[4].values(), default=0), 2),
+                   later_s=round(sum(lv[3] for lv in rest), 2),
+                   later_slowest_cpu_s=round(sum(max(lv[4].values(), default=0)
+                                                 for lv in rest), 2),
+                   later_cpu_s=round(sum(sum(lv[4].values()) for lv in rest), 2))
+    return out
 
 
 def _same(a, b) -> bool:
@@ -236,6 +261,25 @@ def markdown(doc: dict) -> str:
         md.append(f"* {r['engine']}: " + "; ".join(
             f"{k['partition']}: {k['states']:,} ({k['rebuilt']:,}), {k['verdicts']:,}, "
             f"{k['cpu_s']} s, {k['peak_rss_mb']:,.0f} MB" for k in r["keepers"]))
+    timed = [r for r in s["rows"][1:] if r.get("levels", {}).get("spark_levels")]
+    if timed:
+        md += ["", "Where the wall time went (`benchmarks/spark_bfs.level_time`): the levels "
+               "the driver ran; the hand-over level, which also waits for Spark's first job "
+               "and the keepers' start; the later levels beside their slowest keeper's CPU "
+               "seconds (a level lasts as long as its slowest keeper, plus Spark's scheduling "
+               "and shuffle, the blobs' trips and any core other work held) and all keepers' "
+               "CPU seconds together.", "",
+               "| engine | driver levels | their s | hand-over depth | its s | its slowest "
+               "keeper CPU s | later levels | their s | slowest keeper CPU s | all keepers "
+               "CPU s | not a keeper's CPU s |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in timed:
+            lv = r["levels"]
+            md.append(f"| {r['engine']} | {lv['driver_levels']} | {lv['driver_s']} | "
+                      f"{lv['handover_depth']} | {lv['handover_s']} | "
+                      f"{lv['handover_slowest_cpu_s']} | {lv['spark_levels'] - 1} | "
+                      f"{lv['later_s']} | {lv['later_slowest_cpu_s']} | {lv['later_cpu_s']} | "
+                      f"{round(lv['later_s'] - lv['later_slowest_cpu_s'], 2)} |")
     if doc.get("split"):
         sp = doc["split"]
         md += ["", f"## The split search on Spark: {sp['config']}", "",

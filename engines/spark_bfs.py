@@ -105,6 +105,11 @@ _PICKLE = pickle.HIGHEST_PROTOCOL
 #: keepers, and stay so without moving states (a new state stays with the keeper that
 #: generated it along its first edge, and those parents are as evenly spread).
 LOCAL_BELOW = 1000
+#: States a keeper expands between two ``settle``s of its heap (the local BFS's batch): what
+#: they generated and keep is frozen, so the collector does not traverse it again and again
+#: while a level of a hundred thousand states grows (settled once a level, a keeper spent
+#: about a fifth more CPU per state than the local BFS: docs/exhaustive.md).
+SETTLE = 128
 
 
 def fp_partition(fp: bytes) -> int:
@@ -177,8 +182,11 @@ def _sock_path(sid: str, index: int) -> str:
 class _Keeper:
     """One partition's states, visited fingerprints and Expander (see the module's docstring)."""
 
-    def __init__(self, spec: bytes, index: int, nparts: int):
+    def __init__(self, spec: bytes, index: int, nparts: int, settle=None):
         self.ex = Expander(*pickle.loads(spec))
+        # what the keeper's collector is told between batches of a level's states
+        # (``explicit._Heap.settle``), as the local BFS tells it between batches of SETTLE
+        self.settle = settle or (lambda: None)
         self.index, self.nparts = index, nparts
         self.visited: set[bytes] = set()
         self.added: set[bytes] = set()      # what the last dedup added (kept apart: a retry)
@@ -233,8 +241,10 @@ class _Keeper:
         by_target: list[dict] = [{} for _ in range(nparts)]
         new_gen = self.generated
         orders: dict | None = {} if ex.fp.symmetric else None
-        successors, judge = ex.successors, ex.judge
-        for (_, fp, pruned, path), (s, order) in zip(items, states):
+        successors, judge, settle = ex.successors, ex.judge, self.settle
+        for n, ((_, fp, pruned, path), (s, order)) in enumerate(zip(items, states)):
+            if not n % SETTLE:
+                settle()
             verdict = judge(s)
             verdicts[verdict] += 1
             if verdict[0] or verdict[2]:
@@ -314,7 +324,6 @@ def _keeper_main() -> None:
     path, index, nparts, watch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the driver's to handle
     spec = sys.stdin.buffer.read()
-    keeper = _Keeper(spec, index, nparts)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         os.unlink(path)
@@ -335,6 +344,7 @@ def _keeper_main() -> None:
     threading.Thread(target=watcher, daemon=True).start()
     srv.settimeout(KEEPER_IDLE)
     with few_collections() as heap:
+        keeper = _Keeper(spec, index, nparts, heap.settle)
         while True:
             try:
                 conn, _ = srv.accept()
@@ -571,7 +581,7 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
     the fingerprints are split, each with its keeper process (default Spark's default
     parallelism: one per core). ``local_below``: ``LOCAL_BELOW`` (tests vary it to cover
     the levels run in the driver, the hand-over and the levels run in the keepers)."""
-    from icecheck.engines.explicit import attach_traces, check_bounds
+    from icecheck.engines.explicit import attach_traces, check_bounds, few_collections
     from icecheck.engines.por import applies as por_applies
 
     por = por and por_applies(cfg)
@@ -597,8 +607,10 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
                             name="icecheck-spark-bfs-start")
     warm.start()
     try:
-        _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
-                local_below, warm)
+        # the driver's own levels, as a keeper's (``SETTLE``); Spark's jobs allocate little
+        with few_collections() as heap:
+            _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
+                    local_below, warm, heap.settle)
     except KeyboardInterrupt:
         res.stopped = "interrupted"
         sc.cancelAllJobs()
@@ -621,12 +633,12 @@ def spark_search(cfg, *, symmetry: bool = True, por: bool = True, bounds: Bounds
 
 
 def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
-            local_below, warm: threading.Thread) -> None:
+            local_below, warm: threading.Thread, settle) -> None:
     nparts = ctx[2]
     s0 = driver.model.initial()
     fp0, _ = driver.fingerprints(s0)
     # the first levels, in the driver's own keeper (one partition, no Spark job)
-    here: _Keeper | None = _Keeper(ctx[1], 0, 1)
+    here: _Keeper | None = _Keeper(ctx[1], 0, 1, settle)
     mine = [pickle.dumps([(-1, fp0, _NONE, ())])]     # the initial state, from its empty path
     # then a level's input, per keeper: (pickled winners (handle, fp, pruned, path), the
     # pickled fingerprints it has seen when it is the first level there, else None)
@@ -637,8 +649,11 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
     keepers: dict[int, str] = {}     # partition -> the token of the keeper that answers it
     depth = 0
     frontier = 1
+    # per level: (depth, its frontier, where it ran, wall seconds, each keeper's CPU seconds)
+    levels: list[tuple] = []
     try:
         while True:
+            began = time.monotonic()
             if deadline is not None and time.monotonic() >= deadline:
                 res.stopped = "time budget"
                 raise _Stop()
@@ -647,13 +662,17 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 warm.join()
                 inbox = _hand_over(here, mine, nparts)
                 here = mine = None
+            cpus: Counter = Counter()
             if here is not None:
+                where = "driver"
                 out, summary = here.expand(depth, mine)
                 winners, (_, new, cpu, _) = here.dedup(depth, list(out.values()))
                 mine = list(winners.values())
                 summaries = [("driver",) + summary[1:]]
                 work["driver"]["dedup_cpu"] += cpu
+                cpus["driver"] += cpu
             else:
+                where = "spark"
                 got = (sc.parallelize(inbox, nparts)
                        .mapPartitionsWithIndex(
                            lambda g, it, d=depth: _expand_task(ctx, d, g, it))
@@ -677,6 +696,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                         _same_keeper(keepers, p, token, depth)
                         new += n
                         work[p]["dedup_cpu"] += cpu
+                        cpus[p] += cpu
                 got = None
             firsts: dict[tuple, tuple] = {}
             for g, stats, f, counts, w, token in summaries:
@@ -684,6 +704,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                     _same_keeper(keepers, g, token, depth)
                 rss = w.pop("peak_rss_mb")
                 work[g].update(w)
+                cpus[g] += w["expand_cpu"]
                 work[g]["peak_rss_mb"] = max(work[g]["peak_rss_mb"], rss)
                 stats.add_to(res)
                 for (kind, p), n in counts.items():
@@ -708,6 +729,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                 res.cut += new
                 raise _Stop()
             res.states += new
+            levels.append((depth, frontier, where, time.monotonic() - began, dict(cpus)))
             if progress:
                 progress({"states": res.states, "depth": depth, "frontier": new,
                           "transitions": res.transitions, "elapsed": time.monotonic() - start})
@@ -728,6 +750,7 @@ def _levels(sc, res, driver, ctx, bounds, start, deadline, progress, stop_on,
                          f"{w['expand_cpu']:.1f} + {w['dedup_cpu']:.1f}, "
                          f"{w['peak_rss_mb']:,.0f}" for k, w in work.items()))
     res.spark_work = {k: dict(w) for k, w in work.items()}
+    res.spark_levels = levels
 
 
 class KeeperLost(RuntimeError):

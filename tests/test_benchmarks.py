@@ -277,3 +277,29 @@ def test_sections_not_run_again_say_which_run_their_figures_are_from():
                                  "figures are from the run of 2026-02-02 00:00:00.*")
     configs = next(i for i, x in enumerate(lines) if x.startswith("## Pinned configurations"))
     assert not lines[configs + 2].startswith("*Not run again")
+
+
+def test_spark_bfs_report_says_where_the_wall_time_went():
+    """benchmarks/spark_bfs.py: a Spark search's levels (as ``spark_search`` records them)
+    summed into the driver's levels, the hand-over level and the later ones beside their
+    slowest keeper's CPU, and rendered as a table row per Spark run."""
+    from benchmarks.spark_bfs import level_time, markdown
+    levels = [(0, 1, "driver", 0.01, {"driver": 0.01}), (1, 3, "driver", 0.02, {"driver": 0.02}),
+              (2, 9, "spark", 2.5, {0: 0.2, 1: 0.3}), (3, 20, "spark", 1.0, {0: 0.7, 1: 0.5}),
+              (4, 30, "spark", 2.0, {0: 1.2, 1: 1.6})]
+    lv = level_time(levels)
+    assert lv == {"driver_levels": 2, "driver_s": 0.03, "spark_levels": 3, "handover_depth": 2,
+                  "handover_s": 2.5, "handover_slowest_cpu_s": 0.3, "later_s": 3.0,
+                  "later_slowest_cpu_s": 2.3, "later_cpu_s": 4.0}
+    assert level_time([]) == {"driver_levels": 0, "driver_s": 0, "spark_levels": 0}
+    row = {"states": 60, "seconds": 5.6, "states_per_s": 10.7, "per_core_vs_bfs": 0.8,
+           "speedup_vs_local1": 1.0, "keeper_cpu_s": 4.5, "load_before": 1, "load_after": 1,
+           "keepers": [{"partition": 0, "states": 30, "rebuilt": 2, "verdicts": 5,
+                        "cpu_s": 2.1, "peak_rss_mb": 100}]}
+    doc = {"cores": 2, "argv": "", "speedup": {"config": "c", "rows": [
+        dict(row, engine="bfs (1 process)", per_core_vs_bfs=1.0),
+        dict(row, engine="spark-bfs local[1]", levels=lv),
+        dict(row, engine="spark-bfs local[2]", levels=level_time(levels[:2]))]}}
+    md = markdown(doc)
+    assert "| spark-bfs local[1] | 2 | 0.03 | 2 | 2.5 | 0.3 | 2 | 3.0 | 2.3 | 4.0 | 0.7 |" in md
+    assert "| spark-bfs local[2] | 2 |" not in md      # no Spark level: no row

@@ -111,6 +111,17 @@ def test_spark_bfs_equals_local_bfs(spark, conf, partitions, local_below):
         assert sum(work[k].get("replayed", 0) for k in range(partitions)) > 1
     else:
         assert kept == 0
+    # a level each, in order, run in the driver then in the keepers; the CPU they report per
+    # level adds up to what they report for the whole search
+    levels = dist.spark_levels
+    assert [lv[0] for lv in levels] == list(range(dist.max_depth + 1))
+    where = [lv[2] for lv in levels]
+    assert where == sorted(where)          # "driver" ... then "spark" ...
+    assert ("driver" in where) == (local_below > 0) and ("spark" in where) == (kept > 0)
+    assert all(lv[3] >= 0 and all(c >= 0 for c in lv[4].values()) for lv in levels)
+    for k in list(range(partitions)) + ["driver"]:
+        cpu = work[k].get("expand_cpu", 0) + work[k].get("dedup_cpu", 0)
+        assert sum(lv[4].get(k, 0) for lv in levels) == pytest.approx(cpu)
     assert sockets() <= before        # the search's keepers ended with it
 
 
