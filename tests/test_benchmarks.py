@@ -303,3 +303,61 @@ def test_spark_bfs_report_says_where_the_wall_time_went():
     md = markdown(doc)
     assert "| spark-bfs local[1] | 2 | 0.03 | 2 | 2.5 | 0.3 | 2 | 3.0 | 2.3 | 4.0 | 0.7 |" in md
     assert "| spark-bfs local[2] | 2 |" not in md      # no Spark level: no row
+
+
+# -- benchmarks/object_overhead.py: what typed model classes could give at most -----------------
+_ANNOTATED = """\
+--------------------------------------------------------------------------------
+Ir
+--------------------------------------------------------------------------------
+8,000,000 (100.0%)  PROGRAM TOTALS
+
+--------------------------------------------------------------------------------
+Ir                  file:function
+--------------------------------------------------------------------------------
+1,500,000 (18.75%)  /src/Objects/object.c:PyObject_GenericGetAttr [/lib/libpython3.11.so.1.0]
+1,400,000 (17.50%)  /src/Objects/typeobject.c:type_call'2 [/lib/libpython3.11.so.1.0]
+1,000,000 (12.50%)  /src/Objects/typeobject.c:type_call [/lib/libpython3.11.so.1.0]
+  900,000 (11.25%)  /src/Objects/object.c:_Py_Dealloc [/lib/libpython3.11.so.1.0]
+  800,000 (10.00%)  /src/Objects/object.c:_PyObject_GenericGetAttrWithDict [/lib/x.so]
+"""
+
+
+def test_object_overhead_reads_the_outermost_inclusive_counts():
+    from benchmarks.object_overhead import inclusive_counts
+    got = inclusive_counts(_ANNOTATED)
+    # the recursive level type_call'2 is not the outermost call, and the helper of the
+    # generic lookup is inside it
+    assert got == {"total": 8_000_000, "lookup": 1_500_000, "construction": 1_000_000,
+                   "deallocation": 900_000}
+    with pytest.raises(ValueError, match="PROGRAM TOTALS"):
+        inclusive_counts("nothing here")
+
+
+def test_object_overhead_bound_is_of_the_searchs_own_instructions():
+    from benchmarks.object_overhead import markdown, shares, with_ratios
+    full = {"total": 8_000_000, "lookup": 1_500_000, "construction": 1_000_000,
+            "deallocation": 900_000}
+    base = {"total": 3_000_000, "lookup": 500_000, "construction": 500_000,
+            "deallocation": 400_000}
+    s = shares(full, base)       # 5 M of the search's own: 20% + 10% + 10%
+    assert s == {"instructions": 5_000_000, "lookup": 0.2, "construction": 0.1,
+                 "deallocation": 0.1, "sum": 0.4, "at_most": 1.667}
+    rows = with_ratios([{"id": "canonical-a", "states": 10, "max_states": 10, **s},
+                        {"id": "canonical-b", "states": 10, "max_states": 10, **s},
+                        {"id": "canonical-c", "states": 10, "max_states": 10, **s}],
+                       {"canonical-a": {"ratio": 0.05}, "canonical-b": {"ratio": 0.07}})
+    assert rows[0]["ratio_at_most"] == 0.0834 and rows[0]["reaches_target"] is False
+    assert rows[1]["ratio_at_most"] == 0.1167 and rows[1]["reaches_target"] is True
+    assert "compiled_ratio" not in rows[2]
+    md = markdown({"machine": "m", "python": "Python 3.11", "date": "d", "rows": rows})
+    assert "| canonical-a | 10 (bound 10) | 0.01 G | 20.0% | 10.0% | 10.0% | 40.0% | 1.667x | " \
+           "0.05 | 0.0834 (below 0.1) |" in md
+    assert "Below the target even at the bound: canonical-a." in md
+
+
+def test_object_overhead_refuses_unknown_profiles(capsys):
+    from benchmarks.object_overhead import main
+    assert main(["--configs", "spark-3.5-nope"]) == 2
+    assert "'spark-3.5-nope' is not a canonical profile" in capsys.readouterr().err
+    assert main(["--max-states", "0"]) == 2

@@ -1,0 +1,255 @@
+"""What typed model classes could give at most (issue 44, item 4): ``bin/benchmark
+object-overhead [--configs ID,...] [--max-states N] [--out DIR]``.
+
+Item 4 asks for the canonical configurations at 0.10 of the two-phase-commit baseline per core
+"through the typed-classes route ..., if it pays": the model's value classes (writer, state,
+metadata, snapshot) as Cython extension types in the compiled build. What such a class turns
+into C is three kinds of CPython work: reading an attribute through the generic lookup
+(``PyObject_GenericGetAttr``), building an object (``type_call``) and freeing it
+(``_Py_Dealloc``). This benchmark counts, with valgrind's callgrind, the instructions the
+compiled build's search spends inside each of the three, inclusive (with what they call), as
+a share of the search's own instructions: a process that imports, warms up and searches,
+minus one that only imports and warms up (``benchmarks.instructions`` counts the same way).
+
+If typed classes removed all three, the search would run ``1 / (1 - share)`` times faster.
+That is a bound, not an estimate: typed objects are still built and freed (a typed read of a
+field does not call the generic lookup, and a typed object has no instance dict to free, but
+the rest remains); the lookups include those of modules, classes and methods, which no typed
+class removes; and the three may overlap (a constructor that reads attributes is counted
+twice). The bound times the compiled build's ratio in ``reports/benchmarks.json`` (section
+"compiled", the same configuration) is the most the route could bring that configuration to.
+
+Counts, not times: the same on any machine, loaded or not. Callgrind runs a search about 50
+times slower than it runs natively, so each configuration is searched up to ``--max-states``
+distinct states (the BFS stops at the end of the level within it): its first levels, where
+more steps and verdicts miss the memos than deeper down. Needs valgrind and the compiled build
+(``bin/icecheck compile``). Writes ``reports/object-overhead.{json,md}`` together (atomic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: the CPython functions typed classes would take work from: (key, function, what it is)
+FUNCTIONS = (("lookup", "PyObject_GenericGetAttr", "generic attribute lookup"),
+             ("construction", "type_call", "object construction"),
+             ("deallocation", "_Py_Dealloc", "deallocation"))
+#: the canonical profiles, searched by default
+CANONICAL = ("spark-3.5-mor-serializable", "spark-3.5-mor-snapshot",
+             "spark-3.5-cow-serializable", "spark-3.5-cow-snapshot")
+MAX_STATES = 60_000
+TARGET = 0.10
+
+_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$")
+
+
+def inclusive_counts(annotated: str) -> dict:
+    """From ``callgrind_annotate --inclusive=yes`` output: the program's total and, for each
+    function of ``FUNCTIONS``, its outermost inclusive count (callgrind names a recursive
+    call's levels ``f'2``, ``f'3``: each of those is inside the outermost, counted once)."""
+    got = {"total": None}
+    names = {fn: key for key, fn, _ in FUNCTIONS}
+    for line in annotated.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        count, what = int(m.group(1).replace(",", "")), m.group(2)
+        if what.startswith("PROGRAM TOTALS"):
+            got["total"] = count
+            continue
+        # "/path/Objects/object.c:_Py_Dealloc [/lib/libpython3.11.so]", or without the file
+        fn = what.split(" [", 1)[0].rsplit(":", 1)[-1].strip()
+        key = names.get(fn)
+        if key is not None and key not in got:
+            got[key] = count
+    if got["total"] is None:
+        raise ValueError("callgrind_annotate printed no PROGRAM TOTALS line")
+    for key, _, _ in FUNCTIONS:
+        got.setdefault(key, 0)
+    return got
+
+
+def shares(full: dict, base: dict) -> dict:
+    """Each function's share of the search's own instructions (``full`` minus ``base``), the
+    sum and the bound ``1 / (1 - sum)``."""
+    own = full["total"] - base["total"]
+    if own <= 0:
+        raise ValueError("the search executed no instructions of its own")
+    out = {"instructions": own}
+    total = 0.0
+    for key, _, _ in FUNCTIONS:
+        s = max(0, full[key] - base[key]) / own
+        out[key] = round(s, 4)
+        total += s
+    out["sum"] = round(total, 4)
+    out["at_most"] = round(1 / (1 - total), 3) if total < 1 else None
+    return out
+
+
+def _entry(profile: str, max_states: int) -> dict:
+    from benchmarks.instructions import _entry as entry_of
+    return entry_of(f"canonical:{profile}", max_states)
+
+
+def _callgrind(entry: dict, run: bool, tmp: str) -> tuple[dict, str]:
+    from benchmarks.instructions import CHILD
+    out = os.path.join(tmp, f"callgrind.{int(run)}")
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONHASHSEED="0", ICECHECK_COMPILED="1")
+    p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        sys.executable, "-c", CHILD, json.dumps(entry), str(int(run))],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError("the measured process failed:\n" + p.stderr[-2000:])
+    a = subprocess.run(["callgrind_annotate", "--inclusive=yes", out],
+                       capture_output=True, text=True)
+    if a.returncode:
+        raise RuntimeError("callgrind_annotate failed:\n" + a.stderr[-2000:])
+    return inclusive_counts(a.stdout), p.stdout.strip()
+
+
+def measure(profile: str, max_states: int, log=print) -> dict:
+    entry = _entry(profile, max_states)
+    tmp = tempfile.mkdtemp(prefix="icecheck-overhead-")
+    try:
+        log(f"[object-overhead] {profile}: the search up to {max_states:,} states under "
+            f"callgrind (about 50 times its native time) ...")
+        full, out = _callgrind(entry, True, tmp)
+        log(f"[object-overhead] {profile}: the warm-up alone ...")
+        base, _ = _callgrind(entry, False, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    got = json.loads(out.splitlines()[-1])
+    return {"id": "canonical-" + profile.replace("spark-3.5-", ""), "profile": profile,
+            "max_states": max_states, "states": got["states"],
+            "violations": got["violations"], **shares(full, base)}
+
+
+def compiled_ratios(path: str) -> dict:
+    """Each configuration's best compiled ratio in reports/benchmarks.json (its "compiled"
+    section), by id; {} when the file or the section is missing."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for row in ((doc.get("compiled") or {}).get("configs") or []):
+        ratio = (row.get("compiled") or {}).get("ratio")
+        if ratio is not None:
+            out[row["id"]] = {"ratio": ratio, "date": (doc.get("section_dates") or {}).get(
+                "compiled", doc.get("date"))}
+    return out
+
+
+def with_ratios(rows: list[dict], ratios: dict) -> list[dict]:
+    """Each row with its compiled ratio, the most the route could bring it to, and whether
+    that reaches the target."""
+    out = []
+    for r in rows:
+        got = ratios.get(r["id"])
+        r = dict(r)
+        if got is not None and r.get("at_most"):
+            r["compiled_ratio"] = got["ratio"]
+            r["ratio_at_most"] = round(got["ratio"] * r["at_most"], 4)
+            r["reaches_target"] = r["ratio_at_most"] >= TARGET
+        out.append(r)
+    return out
+
+
+def markdown(doc: dict) -> str:
+    lines = ["# What typed model classes could give at most", "",
+             f"Generated by `bin/benchmark object-overhead` on {doc['machine']} "
+             f"({doc['python']}, {doc['date']}); see benchmarks/object_overhead.py.", "",
+             "Instructions of the compiled build's search (callgrind; the search minus a "
+             "process that only imports and warms up), each canonical configuration searched "
+             "up to its bound (its first BFS levels). Share: the instructions spent inside "
+             "each CPython function, with what it calls. **At most**: the speedup if typed "
+             "classes removed all three (they do not: objects are still built and freed, and "
+             "the lookups include those of modules, classes and methods). Compiled ratio: "
+             f"the configuration's in reports/benchmarks.json (section \"compiled\"); the "
+             f"last column is the most the route could bring it to, against the target "
+             f"{TARGET}.", "",
+             "| configuration | states | instructions | attribute lookup | construction | "
+             "deallocation | all three | at most | compiled ratio | at most x ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in doc["rows"]:
+        ratio = r.get("compiled_ratio")
+        reach = ("-" if ratio is None else
+                 f"{r['ratio_at_most']} ({'reaches' if r['reaches_target'] else 'below'} "
+                 f"{TARGET})")
+        lines.append(
+            f"| {r['id']} | {r['states']:,} (bound {r['max_states']:,}) | "
+            f"{r['instructions'] / 1e9:.2f} G | {r['lookup']:.1%} | {r['construction']:.1%} | "
+            f"{r['deallocation']:.1%} | {r['sum']:.1%} | {r['at_most']}x | "
+            f"{'-' if ratio is None else ratio} | {reach} |")
+    below = [r["id"] for r in doc["rows"] if r.get("reaches_target") is False]
+    if below:
+        lines += ["", f"Below the target even at the bound: {', '.join(below)}. On these, "
+                  "typed classes cannot bring the compiled build to "
+                  f"{TARGET} of the baseline, whatever else they remove."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="bin/benchmark object-overhead",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--configs", default=",".join(CANONICAL), metavar="PROFILE,...",
+                    help="canonical profiles to measure")
+    ap.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
+                    help="search each configuration up to this many states")
+    ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
+    ap.add_argument("--markdown-only", action="store_true",
+                    help="rewrite object-overhead.md from the object-overhead.json in --out")
+    a = ap.parse_args(argv)
+    if a.markdown_only:
+        from benchmarks.run import markdown_again
+        print(markdown_again(a.out, "object-overhead", markdown))
+        return 0
+    profiles = [x.strip() for x in a.configs.split(",") if x.strip()]
+    bad = [p for p in profiles if p not in CANONICAL]
+    if bad or not profiles:
+        print(f"--configs: {bad[0] if bad else '(none)'!r} is not a canonical profile; "
+              f"expected some of {', '.join(CANONICAL)}", file=sys.stderr)
+        return 2
+    if a.max_states < 1:
+        print("--max-states: at least 1", file=sys.stderr)
+        return 2
+    for tool in ("valgrind", "callgrind_annotate"):
+        if shutil.which(tool) is None:
+            print(f"bin/benchmark object-overhead: {tool} is not installed "
+                  f"(Debian package valgrind)", file=sys.stderr)
+            return 2
+    from icecheck.compiled import CompiledError, check
+    try:
+        check()
+    except CompiledError as e:
+        print(f"bin/benchmark object-overhead: the compiled build: {e}", file=sys.stderr)
+        return 2
+    import platform
+    import time
+    log = lambda m: print(m, file=sys.stderr, flush=True)   # noqa: E731
+    rows = [measure(p, a.max_states, log) for p in profiles]
+    doc = {"machine": platform.node(), "python": f"Python {platform.python_version()}",
+           "date": time.strftime("%Y-%m-%d %H:%M:%S"), "target": TARGET,
+           "rows": with_ratios(rows, compiled_ratios(os.path.join(ROOT, "reports",
+                                                                  "benchmarks.json")))}
+    from icecheck.traces.format import write_together
+    os.makedirs(a.out, exist_ok=True)
+    md = markdown(doc)
+    write_together({os.path.join(a.out, "object-overhead.json"): json.dumps(doc, indent=2) + "\n",
+                    os.path.join(a.out, "object-overhead.md"): md})
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
