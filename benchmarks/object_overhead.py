@@ -200,25 +200,19 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
+    from benchmarks.run import names_of, rendered_only, report_options
     ap = argparse.ArgumentParser(prog="bin/benchmark object-overhead",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default=",".join(CANONICAL), metavar="PROFILE,...",
                     help="canonical profiles to measure")
     ap.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
                     help="search each configuration up to this many states")
-    ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
-    ap.add_argument("--markdown-only", action="store_true",
-                    help="rewrite object-overhead.md from the object-overhead.json in --out")
+    report_options(ap, "object-overhead", os.path.join(ROOT, "reports"))
     a = ap.parse_args(argv)
-    if a.markdown_only:
-        from benchmarks.run import markdown_again
-        print(markdown_again(a.out, "object-overhead", markdown))
+    if rendered_only(a, "object-overhead", markdown):
         return 0
-    profiles = [x.strip() for x in a.configs.split(",") if x.strip()]
-    bad = [p for p in profiles if p not in CANONICAL]
-    if bad or not profiles:
-        print(f"--configs: {bad[0] if bad else '(none)'!r} is not a canonical profile; "
-              f"expected some of {', '.join(CANONICAL)}", file=sys.stderr)
+    profiles = names_of(a.configs, CANONICAL, "--configs", "canonical profile")
+    if profiles is None:
         return 2
     if a.max_states < 1:
         print("--max-states: at least 1", file=sys.stderr)
@@ -242,12 +236,8 @@ def main(argv=None) -> int:
            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "target": TARGET,
            "rows": with_ratios(rows, compiled_ratios(os.path.join(ROOT, "reports",
                                                                   "benchmarks.json")))}
-    from icecheck.traces.format import write_together
-    os.makedirs(a.out, exist_ok=True)
-    md = markdown(doc)
-    write_together({os.path.join(a.out, "object-overhead.json"): json.dumps(doc, indent=2) + "\n",
-                    os.path.join(a.out, "object-overhead.md"): md})
-    print(md)
+    from benchmarks.run import write_pair
+    print(write_pair(a.out, "object-overhead", doc, markdown))
     return 0
 
 

@@ -362,8 +362,8 @@ def render_lines(doc: dict) -> list[str]:
     if sym:
         found = [f"{os.path.basename(r['pipeline'])} ({'; '.join(r['data_symmetries'])})"
                  for r in sym if r["data_symmetries"]]
-        L += ["", f"Data symmetry (`data_symmetries`: a renaming of the domain's keys and "
-                  f"partitions that maps the file onto itself): "
+        L += ["", "Data symmetry (`data_symmetries`: a renaming of the domain's keys and "
+                  "partitions that maps the file onto itself): "
                   + (", ".join(found) if found else
                      f"none of these {len(sym)} files admits one (their initial rows and "
                      f"their jobs' literals tell the keys and partitions apart), so that "

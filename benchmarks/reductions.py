@@ -221,6 +221,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
+    from benchmarks.run import names_of, rendered_only, report_options
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--subjects", default=",".join(GROUPS), metavar="GROUP|NAME,...",
                     help=f"groups ({', '.join(GROUPS)}) or subjects (group:id) to run")
@@ -230,18 +231,14 @@ def main(argv=None) -> int:
                     help=f"the levers to turn off in turn ({', '.join(LEVERS)})")
     ap.add_argument("--keep", action="store_true",
                     help="keep the other levers' rows of the reductions.json in --out")
-    ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
-    ap.add_argument("--markdown-only", action="store_true",
-                    help="rewrite reductions.md from the reductions.json in --out (no runs)")
+    report_options(ap, "reductions", os.path.join(ROOT, "reports"))
     ap.add_argument("--measure", help=argparse.SUPPRESS)   # internal: one search, JSON out
     a = ap.parse_args(argv)
     if a.measure:
         m = json.loads(a.measure)
         print(json.dumps(measure(m["subject"], m["off"], m["max_depth"])))
         return 0
-    if a.markdown_only:
-        from benchmarks.run import markdown_again
-        print(markdown_again(a.out, "reductions", markdown))
+    if rendered_only(a, "reductions", markdown):
         return 0
     names = []
     for item in (x.strip() for x in a.subjects.split(",") if x.strip()):
@@ -252,11 +249,8 @@ def main(argv=None) -> int:
         except ValueError as e:
             print(f"--subjects: {e}", file=sys.stderr)
             return 2
-    levers = [x.strip() for x in a.levers.split(",") if x.strip()]
-    unknown = [x for x in levers if x not in LEVERS]
-    if unknown or not levers:
-        print(f"--levers: unknown lever {unknown[0] if unknown else '(none)'!r}; expected "
-              f"some of {', '.join(LEVERS)}", file=sys.stderr)
+    levers = names_of(a.levers, LEVERS, "--levers", "lever")
+    if levers is None:
         return 2
     old = None
     if a.keep:
@@ -268,12 +262,8 @@ def main(argv=None) -> int:
     doc = bench(names, a.max_depth, lambda m: print(m, file=sys.stderr, flush=True), levers)
     if old is not None:
         doc = kept(doc, old)
-    from icecheck.traces.format import write_together
-    os.makedirs(a.out, exist_ok=True)
-    md = markdown(doc)
-    write_together({os.path.join(a.out, "reductions.json"): json.dumps(doc, indent=2) + "\n",
-                    os.path.join(a.out, "reductions.md"): md})
-    print(md)
+    from benchmarks.run import write_pair
+    print(write_pair(a.out, "reductions", doc, markdown))
     return 0
 
 

@@ -677,6 +677,48 @@ def markdown_again(out: str, stem: str, render) -> str:
     return md
 
 
+def report_options(ap, stem: str, out: str) -> None:
+    """The options of a benchmark with a report of its own (``write_pair``): ``--out`` (the
+    folder) and ``--markdown-only`` (``rendered_only``)."""
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--markdown-only", action="store_true",
+                    help=f"rewrite {stem}.md from the {stem}.json in --out (no runs)")
+
+
+def rendered_only(a, stem: str, render) -> bool:
+    """``--markdown-only`` given: ``stem``.md rendered again from its JSON, written and
+    printed (True); otherwise nothing done (False)."""
+    if not a.markdown_only:
+        return False
+    print(markdown_again(a.out, stem, render))
+    return True
+
+
+def names_of(value: str, known, option: str, what: str) -> list[str] | None:
+    """The comma-separated names of ``value`` when there is one and each is one of
+    ``known``; otherwise None, after one line on stderr naming the option, the first
+    unknown name and what it accepts (the caller exits 2)."""
+    names = [x.strip() for x in value.split(",") if x.strip()]
+    bad = [x for x in names if x not in known]
+    if bad or not names:
+        print(f"{option}: unknown {what} {bad[0] if bad else '(none)'!r}; expected some of "
+              f"{', '.join(known)}", file=sys.stderr)
+        return None
+    return names
+
+
+def write_pair(out: str, stem: str, doc: dict, render) -> str:
+    """A benchmark with a report of its own (benchmarks/spark_bfs.py, split.py,
+    reductions.py, object_overhead.py): ``stem``.json (the document) and ``stem``.md
+    (``render(doc)``) in ``out``, written together (atomic); returns the Markdown."""
+    from icecheck.traces.format import write_together
+    md = render(doc)
+    os.makedirs(out, exist_ok=True)
+    write_together({os.path.join(out, f"{stem}.json"): json.dumps(doc, indent=2) + "\n",
+                    os.path.join(out, f"{stem}.md"): md})
+    return md
+
+
 def write_report(doc: dict, out: str) -> list[str]:
     """Write benchmarks.json, benchmarks.md and the charts it links into ``out``, together
     (each atomically, renamed one after another); return the paths."""

@@ -27,7 +27,6 @@ import time
 from icecheck.engines.config import mix_config
 from icecheck.engines.explicit import Bounds, search, with_retries
 from icecheck.engines.spark_bfs import spark_search
-from icecheck.traces.format import write_together
 
 #: Targets of issue 44, item 1.
 PER_CORE_TARGET = 0.7
@@ -321,6 +320,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
+    from benchmarks.run import rendered_only, report_options
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="spark-3.5-cow-snapshot")
     ap.add_argument("--writers", type=int, default=3)
@@ -334,13 +334,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--no-split", action="store_true",
                     help="leave out the split search's rows (--engine spark-bfs --split)")
-    ap.add_argument("--out", default="reports")
-    ap.add_argument("--markdown-only", action="store_true",
-                    help="rewrite spark-bfs.md from the spark-bfs.json in --out (no runs)")
+    report_options(ap, "spark-bfs", "reports")
     a = ap.parse_args(argv)
-    if a.markdown_only:
-        from benchmarks.run import markdown_again
-        print(markdown_again(a.out, "spark-bfs", markdown))
+    if rendered_only(a, "spark-bfs", markdown):
         return 0
     import sys
     spec = (a.profile, a.writers, a.ops, a.mix, a.retries)
@@ -353,11 +349,8 @@ def main(argv=None) -> int:
     del whole
     if not a.no_large:
         doc["large"] = large(spec, doc["speedup"]["rows"][-1])
-    md = markdown(doc)
-    os.makedirs(a.out, exist_ok=True)
-    write_together({os.path.join(a.out, "spark-bfs.json"): json.dumps(doc, indent=2),
-                    os.path.join(a.out, "spark-bfs.md"): md})
-    print(md)
+    from benchmarks.run import write_pair
+    print(write_pair(a.out, "spark-bfs", doc, markdown))
     return 0
 
 

@@ -174,6 +174,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
+    from benchmarks.run import rendered_only, report_options
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", metavar="NAME,NAME",
                     help="only these files of benchmarks/pipelines/ (default: every one)")
@@ -185,13 +186,11 @@ def main(argv=None) -> int:
                     help="distinct states per part")
     ap.add_argument("--max-memory", type=int, default=DEFAULTS["max_memory_mb"], metavar="MB",
                     help="resident MB per part")
-    ap.add_argument("--out", default=os.path.join(ROOT, "reports"))
+    report_options(ap, "split", os.path.join(ROOT, "reports"))
     ap.add_argument("--keep", action="store_true",
                     help="keep the rows of split.json in --out for the files not run now, on "
                          "the build not run now (a file at a time: each takes tens of "
                          "minutes)")
-    ap.add_argument("--markdown-only", action="store_true",
-                    help="rewrite split.md from the split.json in --out (no runs)")
     ap.add_argument("--compiled", action="store_true",
                     help="run the searches on the compiled build (bin/icecheck compile first)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)   # internal: one file, JSON out
@@ -200,10 +199,7 @@ def main(argv=None) -> int:
         m = json.loads(a.measure)
         print(json.dumps(measure(m["path"], m["bounds"], m["workers"])))
         return 0
-    from icecheck.traces.format import write_together
-    if a.markdown_only:
-        from benchmarks.run import markdown_again
-        print(markdown_again(a.out, "split", markdown))
+    if rendered_only(a, "split", markdown):
         return 0
     from benchmarks.pipelines import PIPELINE_DIR, pipeline_files
     files = pipeline_files()
@@ -255,11 +251,8 @@ def main(argv=None) -> int:
             doc["kept_from"] = old.get("date")
     doc["unsplit"] = {k: v for k, v in _unsplit(a.out).items()
                       if k in {r["pipeline"] for r in doc["pipelines"]}}
-    md = markdown(doc)
-    os.makedirs(a.out, exist_ok=True)
-    write_together({os.path.join(a.out, "split.json"): json.dumps(doc, indent=2) + "\n",
-                    os.path.join(a.out, "split.md"): md})
-    print(md)
+    from benchmarks.run import write_pair
+    print(write_pair(a.out, "split", doc, markdown))
     return 0
 
 

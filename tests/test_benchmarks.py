@@ -359,5 +359,5 @@ def test_object_overhead_bound_is_of_the_searchs_own_instructions():
 def test_object_overhead_refuses_unknown_profiles(capsys):
     from benchmarks.object_overhead import main
     assert main(["--configs", "spark-3.5-nope"]) == 2
-    assert "'spark-3.5-nope' is not a canonical profile" in capsys.readouterr().err
+    assert "--configs: unknown canonical profile 'spark-3.5-nope'" in capsys.readouterr().err
     assert main(["--max-states", "0"]) == 2
