@@ -19,11 +19,15 @@ class removes; and the three may overlap (a constructor that reads attributes is
 twice). The bound times the compiled build's ratio in ``reports/benchmarks.json`` (section
 "compiled", the same configuration) is the most the route could bring that configuration to.
 
-Counts, not times: the same on any machine, loaded or not. Callgrind runs a search about 50
-times slower than it runs natively, so each configuration is searched up to ``--max-states``
-distinct states (the BFS stops at the end of the level within it): its first levels, where
-more steps and verdicts miss the memos than deeper down. Needs valgrind and the compiled build
-(``bin/icecheck compile``). Writes ``reports/object-overhead.{json,md}`` together (atomic).
+Counts, not times: the same on any machine, loaded or not. By default each configuration is
+searched whole, as its ratio was measured; callgrind runs a search about 50 times slower than
+it runs natively (canonical-mor-snapshot, 558,796 states: about 40 minutes), so ``--configs``
+runs some and ``--keep`` keeps the other configurations' rows of the report in ``--out``.
+``--max-states N`` searches only up to N states (the BFS stops at the end of the level within
+it): the first levels, where the share is smaller (canonical-mor-snapshot: 36.9% up to 38,466
+states, 45.3% searched whole), so a bounded row is no bound for the whole search. Needs
+valgrind and the compiled build (``bin/icecheck compile``). Writes
+``reports/object-overhead.{json,md}`` together (atomic).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -46,7 +51,6 @@ FUNCTIONS = (("lookup", "PyObject_GenericGetAttr", "generic attribute lookup"),
 #: the canonical profiles, searched by default
 CANONICAL = ("spark-3.5-mor-serializable", "spark-3.5-mor-snapshot",
              "spark-3.5-cow-serializable", "spark-3.5-cow-snapshot")
-MAX_STATES = 60_000
 TARGET = 0.10
 
 _LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$")
@@ -120,8 +124,9 @@ def measure(profile: str, max_states: int, log=print) -> dict:
     entry = _entry(profile, max_states)
     tmp = tempfile.mkdtemp(prefix="icecheck-overhead-")
     try:
-        log(f"[object-overhead] {profile}: the search up to {max_states:,} states under "
-            f"callgrind (about 50 times its native time) ...")
+        log(f"[object-overhead] {profile}: the "
+            + (f"search up to {max_states:,} states" if max_states else "whole search")
+            + " under callgrind (about 50 times its native time) ...")
         full, out = _callgrind(entry, True, tmp)
         log(f"[object-overhead] {profile}: the warm-up alone ...")
         base, _ = _callgrind(entry, False, tmp)
@@ -130,6 +135,7 @@ def measure(profile: str, max_states: int, log=print) -> dict:
     got = json.loads(out.splitlines()[-1])
     return {"id": "canonical-" + profile.replace("spark-3.5-", ""), "profile": profile,
             "max_states": max_states, "states": got["states"],
+            "date": time.strftime("%Y-%m-%d %H:%M"),
             "violations": got["violations"], **shares(full, base)}
 
 
@@ -161,8 +167,24 @@ def with_ratios(rows: list[dict], ratios: dict) -> list[dict]:
             r["compiled_ratio"] = got["ratio"]
             r["ratio_at_most"] = round(got["ratio"] * r["at_most"], 4)
             r["reaches_target"] = r["ratio_at_most"] >= TARGET
+            # 1 / (1 - x * sum) = TARGET / ratio: the part x of the three to remove
+            r["must_remove"] = round(max(0.0, 1 - got["ratio"] / TARGET) / r["sum"], 3)
         out.append(r)
     return out
+
+
+def kept(rows: list[dict], path: str) -> list[dict]:
+    """``rows`` and the rows of the report at ``path`` (if any) of the configurations not in
+    ``rows``, in the canonical profiles' order (``--keep``: a configuration at a time)."""
+    try:
+        with open(path) as f:
+            old = json.load(f).get("rows", [])
+    except (OSError, ValueError):
+        old = []
+    ids = {r["id"] for r in rows}
+    order = ["canonical-" + p.replace("spark-3.5-", "") for p in CANONICAL]
+    return sorted(rows + [r for r in old if r["id"] not in ids],
+                  key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
 
 
 def markdown(doc: dict) -> str:
@@ -171,26 +193,32 @@ def markdown(doc: dict) -> str:
              f"({doc['python']}, {doc['date']}); see benchmarks/object_overhead.py.", "",
              "Instructions of the compiled build's search (callgrind; the search minus a "
              "process that only imports and warms up), each canonical configuration searched "
-             "up to its bound (its first BFS levels). Share: the instructions spent inside "
+             "whole, or up to the bound its row gives (its first BFS levels, where the share "
+             "is smaller: no bound for the whole search). Share: the instructions spent inside "
              "each CPython function, with what it calls. **At most**: the speedup if typed "
              "classes removed all three (they do not: objects are still built and freed, and "
              "the lookups include those of modules, classes and methods). Compiled ratio: "
              f"the configuration's in reports/benchmarks.json (section \"compiled\"); the "
-             f"last column is the most the route could bring it to, against the target "
-             f"{TARGET}.", "",
+             f"next column is the most the route could bring it to, against the target "
+             f"{TARGET}; **must remove**: the part of the three that typed classes would have "
+             f"to remove to reach it.", "",
              "| configuration | states | instructions | attribute lookup | construction | "
-             "deallocation | all three | at most | compiled ratio | at most x ratio |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "deallocation | all three | at most | compiled ratio | at most x ratio | "
+             "must remove | run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in doc["rows"]:
         ratio = r.get("compiled_ratio")
         reach = ("-" if ratio is None else
                  f"{r['ratio_at_most']} ({'reaches' if r['reaches_target'] else 'below'} "
                  f"{TARGET})")
         lines.append(
-            f"| {r['id']} | {r['states']:,} (bound {r['max_states']:,}) | "
+            f"| {r['id']} | {r['states']:,}"
+            f"{f' (bound {b:,})' if (b := r.get('max_states')) else ' (whole search)'} | "
             f"{r['instructions'] / 1e9:.2f} G | {r['lookup']:.1%} | {r['construction']:.1%} | "
             f"{r['deallocation']:.1%} | {r['sum']:.1%} | {r['at_most']}x | "
-            f"{'-' if ratio is None else ratio} | {reach} |")
+            f"{'-' if ratio is None else ratio} | {reach} | "
+            f"{'-' if r.get('must_remove') is None else format(r['must_remove'], '.0%')} | "
+            f"{r.get('date', '-')} |")
     below = [r["id"] for r in doc["rows"] if r.get("reaches_target") is False]
     if below:
         lines += ["", f"Below the target even at the bound: {', '.join(below)}. On these, "
@@ -205,8 +233,11 @@ def main(argv=None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default=",".join(CANONICAL), metavar="PROFILE,...",
                     help="canonical profiles to measure")
-    ap.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
-                    help="search each configuration up to this many states")
+    ap.add_argument("--max-states", type=int, default=0, metavar="N",
+                    help="search each configuration up to this many states (default: whole)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the rows of object-overhead.json in --out of the configurations "
+                         "not run now")
     report_options(ap, "object-overhead", os.path.join(ROOT, "reports"))
     a = ap.parse_args(argv)
     if rendered_only(a, "object-overhead", markdown):
@@ -214,8 +245,8 @@ def main(argv=None) -> int:
     profiles = names_of(a.configs, CANONICAL, "--configs", "canonical profile")
     if profiles is None:
         return 2
-    if a.max_states < 1:
-        print("--max-states: at least 1", file=sys.stderr)
+    if a.max_states < 0:
+        print("--max-states: at least 1 (0: the whole search)", file=sys.stderr)
         return 2
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
@@ -229,9 +260,10 @@ def main(argv=None) -> int:
         print(f"bin/benchmark object-overhead: the compiled build: {e}", file=sys.stderr)
         return 2
     import platform
-    import time
     log = lambda m: print(m, file=sys.stderr, flush=True)   # noqa: E731
     rows = [measure(p, a.max_states, log) for p in profiles]
+    if a.keep:
+        rows = kept(rows, os.path.join(a.out, "object-overhead.json"))
     doc = {"machine": platform.node(), "python": f"Python {platform.python_version()}",
            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "target": TARGET,
            "rows": with_ratios(rows, compiled_ratios(os.path.join(ROOT, "reports",

@@ -348,16 +348,37 @@ def test_object_overhead_bound_is_of_the_searchs_own_instructions():
                         {"id": "canonical-c", "states": 10, "max_states": 10, **s}],
                        {"canonical-a": {"ratio": 0.05}, "canonical-b": {"ratio": 0.07}})
     assert rows[0]["ratio_at_most"] == 0.0834 and rows[0]["reaches_target"] is False
+    # 0.05 -> 0.1 needs 2x: 1 / (1 - x * 0.4) = 2, x = 1.25: more than all of it
+    assert rows[0]["must_remove"] == 1.25
     assert rows[1]["ratio_at_most"] == 0.1167 and rows[1]["reaches_target"] is True
+    assert rows[1]["must_remove"] == 0.75          # 1 / (1 - 0.4 x) = 0.1 / 0.07
     assert "compiled_ratio" not in rows[2]
+    rows[1]["max_states"] = 0
     md = markdown({"machine": "m", "python": "Python 3.11", "date": "d", "rows": rows})
     assert "| canonical-a | 10 (bound 10) | 0.01 G | 20.0% | 10.0% | 10.0% | 40.0% | 1.667x | " \
-           "0.05 | 0.0834 (below 0.1) |" in md
+           "0.05 | 0.0834 (below 0.1) | 125% | - |" in md
+    assert "| canonical-b | 10 (whole search) |" in md
     assert "Below the target even at the bound: canonical-a." in md
+
+
+def test_object_overhead_keeps_the_rows_of_configurations_not_run_now(tmp_path):
+    import json
+    from benchmarks.object_overhead import kept
+    path = tmp_path / "object-overhead.json"
+    assert kept([{"id": "canonical-mor-snapshot", "new": True}], str(path)) == [
+        {"id": "canonical-mor-snapshot", "new": True}]            # no report yet
+    path.write_text(json.dumps({"rows": [{"id": "canonical-cow-snapshot"},
+                                         {"id": "canonical-mor-snapshot", "new": False}]}))
+    got = kept([{"id": "canonical-mor-snapshot", "new": True},
+                {"id": "canonical-mor-serializable"}], str(path))
+    # this run's row replaces the old one; the canonical profiles' order
+    assert got == [{"id": "canonical-mor-serializable"},
+                   {"id": "canonical-mor-snapshot", "new": True},
+                   {"id": "canonical-cow-snapshot"}]
 
 
 def test_object_overhead_refuses_unknown_profiles(capsys):
     from benchmarks.object_overhead import main
     assert main(["--configs", "spark-3.5-nope"]) == 2
     assert "--configs: unknown canonical profile 'spark-3.5-nope'" in capsys.readouterr().err
-    assert main(["--max-states", "0"]) == 2
+    assert main(["--max-states", "-1"]) == 2     # (0 is the whole search: not run here)
