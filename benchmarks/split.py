@@ -107,7 +107,8 @@ def _unsplit(out: str) -> dict:
     except (OSError, ValueError):
         return {}
     rows = {r["pipeline"]: r for r in doc.get("pipelines", [])}
-    return {k: dict(r, bounds=doc.get("bounds", {})) for k, r in rows.items()}
+    return {k: dict(r, bounds=doc.get("bounds", {}), run=doc.get("date"))
+            for k, r in rows.items()}
 
 
 def _name(row: dict) -> str:
@@ -158,9 +159,11 @@ def markdown(doc: dict) -> str:
                 + ("" if q["complete"] else f" ({q['stopped']})") for q in r["part_results"]))
     whole = doc.get("unsplit") or {}
     if whole:
-        wb = next(iter(whole.values())).get("bounds", {})
+        first = next(iter(whole.values()))
+        wb = first.get("bounds", {})
+        run = f", run {first['run']}" if first.get("run") else ""
         L += ["", "The same files searched whole (one BFS), from the realistic section of "
-              f"reports/benchmarks.md (reports/pipelines.json: at most "
+              f"reports/benchmarks.md (reports/pipelines.json{run}: at most "
               f"{wb.get('max_states', 0):,} states, {wb.get('time_budget_s')} s):", "",
               "| pipeline | states | finished? | s | peak RSS | verdict |",
               "|---|---|---|---|---|---|"]
