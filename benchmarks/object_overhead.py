@@ -99,6 +99,11 @@ def shares(full: dict, base: dict) -> dict:
     return out
 
 
+def _id(profile: str) -> str:
+    """A canonical profile's configuration id, as reports/benchmarks.json names it."""
+    return "canonical-" + profile.replace("spark-3.5-", "")
+
+
 def _entry(profile: str, max_states: int) -> dict:
     from benchmarks.instructions import _entry as entry_of
     return entry_of(f"canonical:{profile}", max_states)
@@ -133,7 +138,7 @@ def measure(profile: str, max_states: int, log=print) -> dict:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     got = json.loads(out.splitlines()[-1])
-    return {"id": "canonical-" + profile.replace("spark-3.5-", ""), "profile": profile,
+    return {"id": _id(profile), "profile": profile,
             "max_states": max_states, "states": got["states"],
             "date": time.strftime("%Y-%m-%d %H:%M"),
             "violations": got["violations"], **shares(full, base)}
@@ -151,8 +156,7 @@ def compiled_ratios(path: str) -> dict:
     for row in ((doc.get("compiled") or {}).get("configs") or []):
         ratio = (row.get("compiled") or {}).get("ratio")
         if ratio is not None:
-            out[row["id"]] = {"ratio": ratio, "date": (doc.get("section_dates") or {}).get(
-                "compiled", doc.get("date"))}
+            out[row["id"]] = {"ratio": ratio}
     return out
 
 
@@ -182,7 +186,7 @@ def kept(rows: list[dict], path: str) -> list[dict]:
     except (OSError, ValueError):
         old = []
     ids = {r["id"] for r in rows}
-    order = ["canonical-" + p.replace("spark-3.5-", "") for p in CANONICAL]
+    order = [_id(p) for p in CANONICAL]
     return sorted(rows + [r for r in old if r["id"] not in ids],
                   key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
 
@@ -229,7 +233,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from benchmarks.run import names_of, rendered_only, report_options
+    from benchmarks.run import names_of, rendered_only, report_options, write_pair
     ap = argparse.ArgumentParser(prog="bin/benchmark object-overhead",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default=",".join(CANONICAL), metavar="PROFILE,...",
@@ -247,7 +251,7 @@ def main(argv=None) -> int:
     if profiles is None:
         return 2
     if a.max_states < 0:
-        print("--max-states: at least 1 (0: the whole search)", file=sys.stderr)
+        print("--max-states: at least 0 (0: the whole search)", file=sys.stderr)
         return 2
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
@@ -269,7 +273,6 @@ def main(argv=None) -> int:
            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "target": TARGET,
            "rows": with_ratios(rows, compiled_ratios(os.path.join(ROOT, "reports",
                                                                   "benchmarks.json")))}
-    from benchmarks.run import write_pair
     print(write_pair(a.out, "object-overhead", doc, markdown))
     return 0
 

@@ -221,7 +221,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from benchmarks.run import names_of, rendered_only, report_options
+    from benchmarks.run import names_of, rendered_only, report_options, write_pair
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--subjects", default=",".join(GROUPS), metavar="GROUP|NAME,...",
                     help=f"groups ({', '.join(GROUPS)}) or subjects (group:id) to run")
@@ -262,7 +262,6 @@ def main(argv=None) -> int:
     doc = bench(names, a.max_depth, lambda m: print(m, file=sys.stderr, flush=True), levers)
     if old is not None:
         doc = kept(doc, old)
-    from benchmarks.run import write_pair
     print(write_pair(a.out, "reductions", doc, markdown))
     return 0
 

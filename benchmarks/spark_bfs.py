@@ -320,7 +320,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from benchmarks.run import rendered_only, report_options
+    from benchmarks.run import rendered_only, report_options, write_pair
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="spark-3.5-cow-snapshot")
     ap.add_argument("--writers", type=int, default=3)
@@ -349,7 +349,6 @@ def main(argv=None) -> int:
     del whole
     if not a.no_large:
         doc["large"] = large(spec, doc["speedup"]["rows"][-1])
-    from benchmarks.run import write_pair
     print(write_pair(a.out, "spark-bfs", doc, markdown))
     return 0
 

@@ -177,7 +177,7 @@ def markdown(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from benchmarks.run import rendered_only, report_options
+    from benchmarks.run import rendered_only, report_options, write_pair
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", metavar="NAME,NAME",
                     help="only these files of benchmarks/pipelines/ (default: every one)")
@@ -254,7 +254,6 @@ def main(argv=None) -> int:
             doc["kept_from"] = old.get("date")
     doc["unsplit"] = {k: v for k, v in _unsplit(a.out).items()
                       if k in {r["pipeline"] for r in doc["pipelines"]}}
-    from benchmarks.run import write_pair
     print(write_pair(a.out, "split", doc, markdown))
     return 0
 
