@@ -1,31 +1,57 @@
 """What typed model classes could give at most (issue 44, item 4): ``bin/benchmark
-object-overhead [--configs ID,...] [--max-states N] [--out DIR]``.
+object-overhead [--configs ID,...] [--max-states N] [--profiles DIR] [--out DIR]``.
 
 Item 4 asks for the canonical configurations at 0.10 of the two-phase-commit baseline per core
 "through the typed-classes route ..., if it pays": the model's value classes (writer, state,
-metadata, snapshot) as Cython extension types in the compiled build. What such a class turns
-into C is three kinds of CPython work: reading an attribute through the generic lookup
-(``PyObject_GenericGetAttr``), building an object (``type_call``) and freeing it
-(``_Py_Dealloc``). This benchmark counts, with valgrind's callgrind, the instructions the
-compiled build's search spends inside each of the three, inclusive (with what they call), as
-a share of the search's own instructions: a process that imports, warms up and searches,
-minus one that only imports and warms up (``benchmarks.instructions`` counts the same way).
+metadata, snapshot) as Cython extension types in the compiled build. What such a class can
+take out of a search is CPython's machinery for objects of classes written in Python:
 
-If typed classes removed all three, the search would run ``1 / (1 - share)`` times faster.
-That is a bound, not an estimate: typed objects are still built and freed (a typed read of a
-field does not call the generic lookup, and a typed object has no instance dict to free, but
-the rest remains); the lookups include those of modules, classes and methods, which no typed
-class removes; and the three may overlap (a constructor that reads attributes is counted
-twice). The bound times the compiled build's ratio in ``reports/benchmarks.json`` (section
-"compiled", the same configuration) is the most the route could bring that configuration to.
+* **lookup**: the generic attribute lookup (``PyObject_GenericGetAttr``,
+  ``_PyObject_GenericGetAttrWithDict``, ``_PyObject_GetMethod``, ...) with the helpers it calls
+  (the type's and the instance's dictionaries, descriptor checks, binding methods, the
+  ``AttributeError`` of a miss), but not the code a descriptor runs (a property's body) and not
+  lookups on classes and modules;
+* **construction**: ``type_call``, ``object_new``, the ``__init__`` dispatch and the attribute
+  stores (``object.__setattr__`` of frozen dataclasses) with their helpers, but not the body of
+  an ``__init__`` and not the constructors of built-in types;
+* **deallocation**: ``subtype_dealloc`` and ``object_dealloc`` with their helpers, but not the
+  freeing of the tuples, lists, dicts and strings an object holds (a typed object frees them
+  too);
+* **interpreted**: the interpreter's own instructions (``_PyEval_EvalFrameDefault``), all of
+  them: the compiled build runs interpreted code only where a method was generated at run time
+  (a dataclass's ``__init__``, ``__eq__``, ``__hash__``) or a module is not compiled;
+* **calls**: the dispatch of every call and the handing over of its arguments (CPython's and
+  Cython's, and each compiled function's Python-facing wrapper whole), which a typed class
+  turns into a C call only for the methods it declares and the places that know its type,
+  and not at all for calls into built-in functions.
+
+This benchmark runs the compiled build's search under valgrind's callgrind and reads the call
+graph it writes: each kind is the instructions of its functions' own (self) plus those of the
+calls they make to anything that is not code, machinery of another kind, or the freeing of
+another type. A share is of the search's own instructions: a process that imports, warms up
+and searches, minus one that only imports and warms up (``benchmarks.instructions`` counts the
+same way). Every rule errs towards counting more (lookups on instances of built-in types, the
+memory of the object, interpreted code of any origin, every call), so if typed classes removed
+all five the search would run at most ``1 / (1 - share)`` times faster. That bound times the
+compiled build's ratio in ``reports/benchmarks.json`` (section "compiled", the same
+configuration) is the most the route could bring that configuration to.
+
+Session 38's version counted instead the inclusive instructions of ``PyObject_GenericGetAttr``,
+``type_call`` and ``_Py_Dealloc`` as ``callgrind_annotate`` prints them. That bound was too
+loose to decide anything: inclusive counts take in the work those functions call (property
+bodies, ``__init__`` bodies, the freeing of every tuple and list an object holds), and
+callgrind's inclusive counts are unreliable through recursion and frames it cannot name
+(canonical-cow-snapshot, first 53,023 states: one ``PyObject_GenericGetAttr`` node held 15.9%
+of the instructions, nearly all of them in the search's own functions below it).
 
 Counts, not times: the same on any machine, loaded or not. By default each configuration is
 searched whole, as its ratio was measured; callgrind runs a search about 50 times slower than
 it runs natively (canonical-mor-snapshot, 558,796 states: about 40 minutes), so ``--configs``
-runs some and ``--keep`` keeps the other configurations' rows of the report in ``--out``.
-``--max-states N`` searches only up to N states (the BFS stops at the end of the level within
-it): the first levels, where the share is smaller (canonical-mor-snapshot: 36.9% up to 38,466
-states, 45.3% searched whole), so a bounded row is no bound for the whole search. Needs
+runs some, ``--keep`` keeps the other configurations' rows of the report in ``--out``, and
+``--profiles DIR`` keeps each run's callgrind files in DIR and reads them again, instead of
+running the search, for the same configuration, bound and compiled build. ``--max-states N``
+searches only up to N states (the BFS stops at the end of the level within it): the first
+levels, where the share is smaller, so a bounded row is no bound for the whole search. Needs
 valgrind and the compiled build (``bin/icecheck compile``). Writes
 ``reports/object-overhead.{json,md}`` together (atomic).
 """
@@ -33,6 +59,7 @@ valgrind and the compiled build (``bin/icecheck compile``). Writes
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -41,56 +68,164 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: the CPython functions typed classes would take work from: (key, function, what it is)
-FUNCTIONS = (("lookup", "PyObject_GenericGetAttr", "generic attribute lookup"),
-             ("construction", "type_call", "object construction"),
-             ("deallocation", "_Py_Dealloc", "deallocation"))
+#: what typed classes could take work from: (key, what it is, its CPython functions, whether
+#: the helpers they call count too)
+KINDS = (
+    ("lookup", "generic attribute lookup",
+     frozenset({"PyObject_GenericGetAttr", "_PyObject_GenericGetAttrWithDict",
+                "_PyObject_GetMethod", "PyObject_GetAttr", "_PyObject_LookupAttr"}), True),
+    ("construction", "object construction",
+     frozenset({"type_call", "slot_tp_init", "slot_tp_new", "object_new", "object_init",
+                "PyType_GenericAlloc", "PyType_GenericNew", "_PyType_AllocNoTrack",
+                "object___setattr__", "wrap_setattr", "PyObject_GenericSetAttr",
+                "_PyObject_GenericSetAttrWithDict", "PyObject_SetAttr",
+                "_PyObject_StoreInstanceAttribute", "_PyObject_InitializeDict",
+                "init_inline_values"}), True),
+    ("deallocation", "deallocation",
+     frozenset({"_Py_Dealloc", "subtype_dealloc", "object_dealloc", "subtype_clear",
+                "_PyObject_FreeInstanceAttributes", "PyObject_ClearWeakRefs"}), True),
+    ("interpreted", "interpreted code",
+     frozenset({"_PyEval_EvalFrameDefault"}), False),
+    ("calls", "calls", None, False),
+)
+#: CPython's own functions that dispatch a call and hand its arguments over (the "calls" kind
+#: counts their own instructions, with Cython's: ``_is_call``)
+CALLS = frozenset({
+    "PyObject_VectorcallMethod", "PyObject_Vectorcall", "PyObject_Call", "PyObject_CallOneArg",
+    "_PyObject_Call", "_PyObject_MakeTpCall", "_PyObject_FastCallDictTstate",
+    "_PyObject_Call_Prepend", "_Py_CheckFunctionResult", "_PyFunction_Vectorcall",
+    "method_vectorcall", "method_vectorcall_O", "method_vectorcall_NOARGS",
+    "method_vectorcall_FASTCALL", "method_vectorcall_FASTCALL_KEYWORDS",
+    "cfunction_vectorcall_O", "cfunction_vectorcall_NOARGS", "cfunction_vectorcall_FASTCALL",
+    "cfunction_vectorcall_FASTCALL_KEYWORDS"})
+
+
+def _is_call(fn: str) -> bool:
+    """Is ``fn`` call machinery: CPython's (``CALLS``), or Cython's call helpers, its
+    functions' vectorcall entry points and argument parsing, and the Python-facing wrapper
+    (``__pyx_pw_``) of each compiled function, whole (the C compiler often inlines the body
+    into it: more, never less)?"""
+    return fn in CALLS or fn.startswith((
+        "__pyx_pw_", "__Pyx_CyFunction_Vectorcall", "__Pyx_CyFunction_Call",
+        "__Pyx_PyObject_FastCall", "__Pyx_PyObject_Call", "__Pyx_PyFunction_FastCall",
+        "__Pyx_PyObject_Vectorcall", "__Pyx_ParseOptionalKeywords", "__Pyx_ParseKeywords",
+        "__Pyx_RaiseArgtupleInvalid", "__Pyx_GetKwValue", "__Pyx_KwargsAsDict"))
+#: functions that run code: a call to one is the work of a body, not machinery
+CODE = frozenset({
+    "property_descr_get", "slot_tp_descr_get", "slot_tp_getattr_hook", "slot_tp_setattro",
+    "_PyFunction_Vectorcall", "_PyEval_Vector", "_PyEval_EvalFrameDefault", "PyObject_Call",
+    "PyObject_CallOneArg", "PyObject_Vectorcall", "PyObject_VectorcallMethod", "_PyObject_Call",
+    "_PyObject_Call_Prepend", "_PyObject_FastCallDictTstate", "_PyObject_MakeTpCall",
+    "method_vectorcall"})
+#: lookups on classes and modules: no typed class removes them
+NOT_INSTANCES = frozenset({"type_getattro", "module_getattro"})
 #: the canonical profiles, searched by default
 CANONICAL = ("spark-3.5-mor-serializable", "spark-3.5-mor-snapshot",
              "spark-3.5-cow-serializable", "spark-3.5-cow-snapshot")
 TARGET = 0.10
 
-_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$")
+_NAME = re.compile(r"\((\d+)\)(?: (.*))?$")
 
 
-def inclusive_counts(annotated: str) -> dict:
-    """From ``callgrind_annotate --inclusive=yes`` output: the program's total and, for each
-    function of ``FUNCTIONS``, its outermost inclusive count (callgrind names a recursive
-    call's levels ``f'2``, ``f'3``: each of those is inside the outermost, counted once)."""
-    got = {"total": None}
-    names = {fn: key for key, fn, _ in FUNCTIONS}
-    for line in annotated.splitlines():
-        m = _LINE.match(line)
+def call_graph(path: str) -> tuple[Counter, Counter, int]:
+    """A callgrind output file (one event, Ir; ``--compress-strings`` or not): each function's
+    own instructions and each call edge's inclusive instructions, by function name (the files
+    and objects a name appears under merged, the ``'N`` of a recursion level dropped), and the
+    total."""
+    names: dict[str, str] = {}
+
+    def name(value: str) -> str:
+        m = _NAME.match(value)
         if not m:
+            return re.sub(r"'\d+$", "", value)
+        if m.group(2) is not None:
+            names[m.group(1)] = re.sub(r"'\d+$", "", m.group(2))
+        return names[m.group(1)]
+
+    own: Counter = Counter()
+    calls: Counter = Counter()
+    fn = cfn = None
+    call = False
+    total = None
+    with open(path) as f:
+        for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":
+                parts = line.split()
+                cost = int(parts[1]) if len(parts) > 1 else 0
+                if call:
+                    calls[(fn, cfn)] += cost
+                    call = False
+                else:
+                    own[fn] += cost
+            elif line.startswith("fn="):
+                fn = name(line[3:].strip())
+            elif line.startswith("cfn="):
+                cfn = name(line[4:].strip())
+            elif line.startswith("calls="):
+                call = True
+            elif line.startswith(("totals:", "summary:")):
+                total = int(line.split()[1])
+    if total is None:
+        raise ValueError(f"{path}: no totals: or summary: line (not a callgrind output file?)")
+    return own, calls, total
+
+
+def _is_code(fn: str) -> bool:
+    # Cython's functions are compiled code (a property's getter, an __init__), or already
+    # typed classes' own machinery (their tp_new and tp_dealloc): nothing more to remove
+    return fn in CODE or fn.startswith(("__pyx_", "__Pyx_"))
+
+
+def _frees_other(fn: str) -> bool:
+    """Is ``fn`` the freeing of a type's objects (``tupledealloc``, ``list_dealloc``)?"""
+    return fn.endswith(("dealloc", "_Dealloc"))
+
+
+def _builds_builtin(fn: str) -> bool:
+    """Is ``fn`` the constructor of a built-in type (``py_blake2b_new``, ``list___init__``)?"""
+    return fn.endswith(("_new", "_init", "__init__", "__new__"))
+
+
+def machinery(own: Counter, calls: Counter, total: int) -> dict:
+    """Each kind's instructions: its functions' own, and (for the kinds that count them) the
+    calls they make to functions that are not code, not another kind's, not lookups on classes
+    and modules, and not the constructor or the freeing of another type."""
+    mine = set().union(*(fns for _, _, fns, _ in KINDS if fns))
+    out = {"total": total}
+    for key, _, fns, helpers in KINDS:
+        if fns is None:                              # calls: by name
+            out[key] = sum(n for f, n in own.items() if _is_call(f))
             continue
-        count, what = int(m.group(1).replace(",", "")), m.group(2)
-        if what.startswith("PROGRAM TOTALS"):
-            got["total"] = count
-            continue
-        # "/path/Objects/object.c:_Py_Dealloc [/lib/libpython3.11.so]", or without the file
-        fn = what.split(" [", 1)[0].rsplit(":", 1)[-1].strip()
-        key = names.get(fn)
-        if key is not None and key not in got:
-            got[key] = count
-    if got["total"] is None:
-        raise ValueError("callgrind_annotate printed no PROGRAM TOTALS line")
-    for key, _, _ in FUNCTIONS:
-        got.setdefault(key, 0)
-    return got
+        n = sum(own[f] for f in fns)
+        if helpers:
+            for (a, b), cost in calls.items():
+                if (a not in fns or b in mine or _is_code(b) or _is_call(b)
+                        or b in NOT_INSTANCES):
+                    continue
+                # the dict of an instance whose __dict__ was asked for is the object's (and
+                # what it frees with it is counted too: more, never less)
+                if ((_frees_other(b) and (a, b) != ("subtype_dealloc", "dict_dealloc"))
+                        or _builds_builtin(b)):
+                    continue
+                n += cost
+        out[key] = n
+    return out
 
 
 def shares(full: dict, base: dict) -> dict:
-    """Each function's share of the search's own instructions (``full`` minus ``base``), the
-    sum and the bound ``1 / (1 - sum)``."""
+    """Each kind's share of the search's own instructions (``full`` minus ``base``), the sum
+    and the bound ``1 / (1 - sum)``."""
     own = full["total"] - base["total"]
     if own <= 0:
         raise ValueError("the search executed no instructions of its own")
     out = {"instructions": own}
     total = 0.0
-    for key, _, _ in FUNCTIONS:
+    for key, _, _, _ in KINDS:
         s = max(0, full[key] - base[key]) / own
         out[key] = round(s, 4)
         total += s
@@ -109,38 +244,84 @@ def _entry(profile: str, max_states: int) -> dict:
     return entry_of(f"canonical:{profile}", max_states)
 
 
-def _callgrind(entry: dict, run: bool, tmp: str) -> tuple[dict, str]:
+def build_id(manifest: dict) -> str:
+    """What identifies a compiled build: its interpreter, Cython, directives and the digests
+    of the sources of every module (not when it was built)."""
+    keep = {k: manifest.get(k) for k in ("python", "cython", "directives")}
+    keep["modules"] = {n: (m or {}).get("sources")
+                       for n, m in (manifest.get("modules") or {}).items()}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _callgrind(entry: dict, run: bool, out: str) -> str:
+    """Run the search (``run``) or only the warm-up of ``entry`` on the compiled build under
+    callgrind, its call graph to ``out``; the child's output."""
     from benchmarks.instructions import CHILD
-    out = os.path.join(tmp, f"callgrind.{int(run)}")
     env = dict(os.environ, PYTHONPATH=ROOT, PYTHONHASHSEED="0", ICECHECK_COMPILED="1")
     p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                         sys.executable, "-c", CHILD, json.dumps(entry), str(int(run))],
                        cwd=ROOT, env=env, capture_output=True, text=True)
     if p.returncode:
         raise RuntimeError("the measured process failed:\n" + p.stderr[-2000:])
-    a = subprocess.run(["callgrind_annotate", "--inclusive=yes", out],
-                       capture_output=True, text=True)
-    if a.returncode:
-        raise RuntimeError("callgrind_annotate failed:\n" + a.stderr[-2000:])
-    return inclusive_counts(a.stdout), p.stdout.strip()
+    return p.stdout.strip()
 
 
-def measure(profile: str, max_states: int, log=print) -> dict:
+def _stem(profile: str, max_states: int) -> str:
+    return _id(profile) + (f"-{max_states}" if max_states else "")
+
+
+def measure(profile: str, max_states: int, build: str, profiles: str | None = None,
+            log=print) -> dict:
+    """One row: the shares of the configuration's search, from its callgrind files in
+    ``profiles`` when they were made for this bound and build (their ``.json`` says), else
+    from a run now (kept there when ``profiles`` is given, the ``.json`` written last)."""
     entry = _entry(profile, max_states)
-    tmp = tempfile.mkdtemp(prefix="icecheck-overhead-")
+    stem = _stem(profile, max_states)
+    tmp = None
+    where = profiles
+    if where is None:
+        where = tmp = tempfile.mkdtemp(prefix="icecheck-overhead-")
+    files = {run: os.path.join(where, f"{stem}.{run}.callgrind") for run in ("search", "base")}
+    side = os.path.join(where, stem + ".json")
     try:
-        log(f"[object-overhead] {profile}: the "
-            + (f"search up to {max_states:,} states" if max_states else "whole search")
-            + " under callgrind (about 50 times its native time) ...")
-        full, out = _callgrind(entry, True, tmp)
-        log(f"[object-overhead] {profile}: the warm-up alone ...")
-        base, _ = _callgrind(entry, False, tmp)
+        got = None
+        if profiles is not None:
+            try:
+                with open(side) as f:
+                    got = json.load(f)
+            except (OSError, ValueError):
+                got = None
+            if got is not None and (got.get("entry") != entry or got.get("build") != build
+                                    or not all(map(os.path.isfile, files.values()))):
+                got = None
+        if got is not None:
+            log(f"[object-overhead] {profile}: the callgrind files of {got['date']} in "
+                f"{profiles}")
+        else:
+            if profiles is not None:
+                os.makedirs(profiles, exist_ok=True)
+                if os.path.exists(side):
+                    os.unlink(side)
+            log(f"[object-overhead] {profile}: the "
+                + (f"search up to {max_states:,} states" if max_states else "whole search")
+                + " under callgrind (about 50 times its native time) ...")
+            out = _callgrind(entry, True, files["search"])
+            log(f"[object-overhead] {profile}: the warm-up alone ...")
+            _callgrind(entry, False, files["base"])
+            result = json.loads(out.splitlines()[-1])
+            got = {"entry": entry, "build": build, "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "states": result["states"], "violations": result["violations"]}
+            if profiles is not None:
+                with open(side + ".tmp", "w") as f:
+                    json.dump(got, f, indent=1)
+                os.replace(side + ".tmp", side)
+        full = machinery(*call_graph(files["search"]))
+        base = machinery(*call_graph(files["base"]))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    got = json.loads(out.splitlines()[-1])
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return {"id": _id(profile), "profile": profile,
-            "max_states": max_states, "states": got["states"],
-            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "max_states": max_states, "states": got["states"], "date": got["date"],
             "violations": got["violations"], **shares(full, base)}
 
 
@@ -171,7 +352,7 @@ def with_ratios(rows: list[dict], ratios: dict) -> list[dict]:
             r["compiled_ratio"] = got["ratio"]
             r["ratio_at_most"] = round(got["ratio"] * r["at_most"], 4)
             r["reaches_target"] = r["ratio_at_most"] >= TARGET
-            # 1 / (1 - x * sum) = TARGET / ratio: the part x of the three to remove
+            # 1 / (1 - x * sum) = TARGET / ratio: the part x of the five to remove
             r["must_remove"] = round(max(0.0, 1 - got["ratio"] / TARGET) / r["sum"], 3)
         out.append(r)
     return out
@@ -198,18 +379,22 @@ def markdown(doc: dict) -> str:
              "Instructions of the compiled build's search (callgrind; the search minus a "
              "process that only imports and warms up), each canonical configuration searched "
              "whole, or up to the bound its row gives (its first BFS levels, where the share "
-             "is smaller: no bound for the whole search). Share: the instructions spent inside "
-             "each CPython function, with what it calls. **At most**: the speedup if typed "
-             "classes removed all three (they do not: objects are still built and freed, and "
-             "the lookups include those of modules, classes and methods). Compiled ratio: "
-             f"the configuration's in reports/benchmarks.json (section \"compiled\"); the "
-             f"next column is the most the route could bring it to, against the target "
-             f"{TARGET}; **must remove**: the part of the three that typed classes would have "
-             f"to remove to reach it.", "",
+             "is smaller: no bound for the whole search). Each kind is CPython's machinery for "
+             "objects of classes written in Python, read from the call graph: its functions' "
+             "own instructions and their calls to helpers, never the code a descriptor or an "
+             "`__init__` runs, nor the freeing of what an object holds (the docstring says "
+             "what each kind takes in). **Interpreted**: all of the interpreter's own "
+             "instructions (generated dataclass methods, modules not compiled). **Calls**: "
+             "the dispatch of every call and its arguments. Each rule errs towards counting "
+             "more; **at most**: the speedup if typed classes removed all five. Compiled "
+             "ratio: the configuration's in reports/benchmarks.json "
+             f"(section \"compiled\"); the next column is the most the route could bring it "
+             f"to, against the target {TARGET}; **must remove**: the part of the five that "
+             f"typed classes would have to remove to reach it (over 100%: out of reach).", "",
              "| configuration | states | instructions | attribute lookup | construction | "
-             "deallocation | all three | at most | compiled ratio | at most x ratio | "
-             "must remove | run |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "deallocation | interpreted | calls | all five | at most | compiled ratio | "
+             "at most x ratio | must remove | run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in doc["rows"]:
         ratio = r.get("compiled_ratio")
         reach = ("-" if ratio is None else
@@ -219,8 +404,9 @@ def markdown(doc: dict) -> str:
             f"| {r['id']} | {r['states']:,}"
             f"{f' (bound {b:,})' if (b := r.get('max_states')) else ' (whole search)'} | "
             f"{r['instructions'] / 1e9:.2f} G | {r['lookup']:.1%} | {r['construction']:.1%} | "
-            f"{r['deallocation']:.1%} | {r['sum']:.1%} | {r['at_most']}x | "
-            f"{'-' if ratio is None else ratio} | {reach} | "
+            f"{r['deallocation']:.1%} | {r['interpreted']:.1%} | {r['calls']:.1%} | "
+            f"{r['sum']:.1%} | "
+            f"{r['at_most']}x | {'-' if ratio is None else ratio} | {reach} | "
             f"{'-' if r.get('must_remove') is None else format(r['must_remove'], '.0%')} | "
             f"{r.get('date', '-')} |")
     below = [r["id"] for r in doc["rows"] if r.get("reaches_target") is False]
@@ -240,6 +426,10 @@ def main(argv=None) -> int:
                     help="canonical profiles to measure")
     ap.add_argument("--max-states", type=int, default=0, metavar="N",
                     help="search each configuration up to this many states (default: whole)")
+    ap.add_argument("--profiles", metavar="DIR",
+                    help="keep each run's callgrind files in DIR, and read those made for the "
+                         "same configuration, bound and compiled build instead of running it "
+                         "again")
     ap.add_argument("--keep", action="store_true",
                     help="keep the rows of object-overhead.json in --out of the configurations "
                          "not run now")
@@ -253,20 +443,19 @@ def main(argv=None) -> int:
     if a.max_states < 0:
         print("--max-states: at least 0 (0: the whole search)", file=sys.stderr)
         return 2
-    for tool in ("valgrind", "callgrind_annotate"):
-        if shutil.which(tool) is None:
-            print(f"bin/benchmark object-overhead: {tool} is not installed "
-                  f"(Debian package valgrind)", file=sys.stderr)
-            return 2
+    if shutil.which("valgrind") is None:
+        print("bin/benchmark object-overhead: valgrind is not installed (Debian package "
+              "valgrind)", file=sys.stderr)
+        return 2
     from icecheck.compiled import CompiledError, check
     try:
-        check()
+        build = build_id(check())
     except CompiledError as e:
         print(f"bin/benchmark object-overhead: the compiled build: {e}", file=sys.stderr)
         return 2
     import platform
     log = lambda m: print(m, file=sys.stderr, flush=True)   # noqa: E731
-    rows = [measure(p, a.max_states, log) for p in profiles]
+    rows = [measure(p, a.max_states, build, a.profiles, log) for p in profiles]
     if a.keep:
         rows = kept(rows, os.path.join(a.out, "object-overhead.json"))
     doc = {"machine": platform.node(), "python": f"Python {platform.python_version()}",

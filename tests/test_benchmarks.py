@@ -306,43 +306,124 @@ def test_spark_bfs_report_says_where_the_wall_time_went():
 
 
 # -- benchmarks/object_overhead.py: what typed model classes could give at most -----------------
-_ANNOTATED = """\
---------------------------------------------------------------------------------
-Ir
---------------------------------------------------------------------------------
-8,000,000 (100.0%)  PROGRAM TOTALS
-
---------------------------------------------------------------------------------
-Ir                  file:function
---------------------------------------------------------------------------------
-1,500,000 (18.75%)  /src/Objects/object.c:PyObject_GenericGetAttr [/lib/libpython3.11.so.1.0]
-1,400,000 (17.50%)  /src/Objects/typeobject.c:type_call'2 [/lib/libpython3.11.so.1.0]
-1,000,000 (12.50%)  /src/Objects/typeobject.c:type_call [/lib/libpython3.11.so.1.0]
-  900,000 (11.25%)  /src/Objects/object.c:_Py_Dealloc [/lib/libpython3.11.so.1.0]
-  800,000 (10.00%)  /src/Objects/object.c:_PyObject_GenericGetAttrWithDict [/lib/x.so]
+# a callgrind output file: names compressed ("(n) name" once, "(n)" after), a recursion level
+# ("'2"), the same function under two files, call lines (inclusive) after "calls="
+_CALLGRIND = """\
+# callgrind format
+version: 1
+events: Ir
+fl=(1) /src/Objects/object.c
+fn=(1) _PyObject_GenericGetAttrWithDict
+10 300
+cfl=(2) /src/Objects/dictobject.c
+cfn=(2) PyDict_GetItemWithError
+calls=4 20
++2 120
+cfn=(3) property_descr_get
+calls=1 30
++1 5000
+cfn=(4) type_getattro
+calls=1 30
+* 40
+fl=(3) /tmp/src/Objects/object.c
+fn=(5) PyObject_GenericGetAttr'2
+5 100
+cfn=(1)
+calls=2 10
+5 700
+cfn=(6) __pyx_getprop_8icecheck_x
+calls=1 10
+5 900
+fn=(7) type_call
+20 50
+cfn=(8) object_new
+calls=3 1
+20 60
+cfn=(9) py_blake2b_new
+calls=1 1
+20 400
+cfn=(10) _PyObject_Call_Prepend
+calls=1 1
+20 2000
+cfn=(19) _Py_CheckFunctionResult
+calls=1 1
+20 12
+fn=(8)
+1 30
+fn=(11) _Py_Dealloc
+1 10
+cfn=(12) tupledealloc
+calls=5 1
+1 800
+cfn=(13) subtype_dealloc
+calls=1 1
+1 90
+fn=(13)
+1 40
+cfn=(14) PyObject_Free
+calls=1 1
+1 25
+cfn=(16) dict_dealloc
+calls=1 1
+1 33
+fn=(15) _PyEval_EvalFrameDefault
+1 700
+cfn=(2)
+calls=1 1
+1 99
+fn=(2)
+1 999
+fn=(17) __pyx_pw_8icecheck_6models_f
+1 60
+fn=(18) method_vectorcall_O
+1 15
+fn=(19)
+1 12
+totals: 20000
 """
 
 
-def test_object_overhead_reads_the_outermost_inclusive_counts():
-    from benchmarks.object_overhead import inclusive_counts
-    got = inclusive_counts(_ANNOTATED)
-    # the recursive level type_call'2 is not the outermost call, and the helper of the
-    # generic lookup is inside it
-    assert got == {"total": 8_000_000, "lookup": 1_500_000, "construction": 1_000_000,
-                   "deallocation": 900_000}
-    with pytest.raises(ValueError, match="PROGRAM TOTALS"):
-        inclusive_counts("nothing here")
+def test_object_overhead_reads_the_machinery_from_the_call_graph(tmp_path):
+    from benchmarks.object_overhead import call_graph, machinery
+    path = tmp_path / "callgrind.out"
+    path.write_text(_CALLGRIND)
+    own, calls, total = call_graph(str(path))
+    assert total == 20_000
+    # "'2" dropped; both files' PyObject_GenericGetAttr under one name; names decompressed
+    assert own["PyObject_GenericGetAttr"] == 100 and own["_PyObject_GenericGetAttrWithDict"] == 300
+    assert calls[("PyObject_GenericGetAttr", "_PyObject_GenericGetAttrWithDict")] == 700
+    assert calls[("_Py_Dealloc", "subtype_dealloc")] == 90
+    got = machinery(own, calls, total)
+    # lookup: own 300 + 100, the dictionary helper 120; not the property's body (5000), a
+    # class's lookup (40), a Cython getter (900), nor the call to the kind's own function
+    # (700: its own instructions are counted once, as its own)
+    assert got["lookup"] == 520
+    # construction: own 50 + 30; not object_new's call (its own counted), the constructor of
+    # a built-in type (400), the __init__ body (2000) nor the call machinery (12, a call's)
+    assert got["construction"] == 80
+    # deallocation: own 10 + 40, the memory freed (25) and the instance's dict (33); not the
+    # tuples (800)
+    assert got["deallocation"] == 108
+    # interpreted: the interpreter's own only, not what it calls
+    assert got["interpreted"] == 700
+    # calls: a compiled function's wrapper, CPython's dispatch and check of a call, own
+    assert got["calls"] == 60 + 15 + 12
+    bad = tmp_path / "not-callgrind"
+    bad.write_text("nothing here\n")
+    with pytest.raises(ValueError, match="no totals"):
+        call_graph(str(bad))
 
 
 def test_object_overhead_bound_is_of_the_searchs_own_instructions():
     from benchmarks.object_overhead import markdown, shares, with_ratios
     full = {"total": 8_000_000, "lookup": 1_500_000, "construction": 1_000_000,
-            "deallocation": 900_000}
+            "deallocation": 900_000, "interpreted": 300_000, "calls": 100_000}
     base = {"total": 3_000_000, "lookup": 500_000, "construction": 500_000,
-            "deallocation": 400_000}
-    s = shares(full, base)       # 5 M of the search's own: 20% + 10% + 10%
+            "deallocation": 400_000, "interpreted": 300_000, "calls": 200_000}
+    s = shares(full, base)       # 5 M of the search's own: 20% + 10% + 10% + 0% + 0%
     assert s == {"instructions": 5_000_000, "lookup": 0.2, "construction": 0.1,
-                 "deallocation": 0.1, "sum": 0.4, "at_most": 1.667}
+                 "deallocation": 0.1, "interpreted": 0.0, "calls": 0.0, "sum": 0.4,
+                 "at_most": 1.667}
     rows = with_ratios([{"id": "canonical-a", "states": 10, "max_states": 10, **s},
                         {"id": "canonical-b", "states": 10, "max_states": 10, **s},
                         {"id": "canonical-c", "states": 10, "max_states": 10, **s}],
@@ -355,10 +436,51 @@ def test_object_overhead_bound_is_of_the_searchs_own_instructions():
     assert "compiled_ratio" not in rows[2]
     rows[1]["max_states"] = 0
     md = markdown({"machine": "m", "python": "Python 3.11", "date": "d", "rows": rows})
-    assert "| canonical-a | 10 (bound 10) | 0.01 G | 20.0% | 10.0% | 10.0% | 40.0% | 1.667x | " \
-           "0.05 | 0.0834 (below 0.1) | 125% | - |" in md
+    assert "| canonical-a | 10 (bound 10) | 0.01 G | 20.0% | 10.0% | 10.0% | 0.0% | 0.0% | " \
+           "40.0% | 1.667x | 0.05 | 0.0834 (below 0.1) | 125% | - |" in md
     assert "| canonical-b | 10 (whole search) |" in md
     assert "Below the target even at the bound: canonical-a." in md
+
+
+def test_object_overhead_reads_kept_callgrind_files_of_the_same_run_only(tmp_path,
+                                                                        monkeypatch):
+    import benchmarks.object_overhead as oo
+    runs = []
+
+    def fake(entry, run, out):
+        runs.append((entry["max_states"], run))
+        with open(out, "w") as f:       # the search: 20,000 instructions; the warm-up: 10,000
+            f.write(_CALLGRIND if run else _CALLGRIND.replace("totals: 20000",
+                                                              "totals: 10000"))
+        return '{"states": 7, "violations": []}'
+
+    monkeypatch.setattr(oo, "_callgrind", fake)
+    say = []
+    first = oo.measure("spark-3.5-cow-snapshot", 100, "build-1", str(tmp_path), say.append)
+    assert runs == [(100, True), (100, False)] and first["states"] == 7
+    assert first["instructions"] == 10_000 and first["lookup"] == 0.0
+    assert sorted(os.listdir(tmp_path)) == [
+        "canonical-cow-snapshot-100.base.callgrind", "canonical-cow-snapshot-100.json",
+        "canonical-cow-snapshot-100.search.callgrind"]
+    again = oo.measure("spark-3.5-cow-snapshot", 100, "build-1", str(tmp_path), say.append)
+    assert runs == [(100, True), (100, False)] and again == first     # read, not run
+    assert "the callgrind files of" in say[-1]
+    oo.measure("spark-3.5-cow-snapshot", 100, "build-2", str(tmp_path), say.append)
+    assert len(runs) == 4                    # another compiled build: run again
+    oo.measure("spark-3.5-cow-snapshot", 0, "build-2", str(tmp_path), say.append)
+    assert runs[-2:] == [(0, True), (0, False)]   # the whole search is another run
+    assert "canonical-cow-snapshot.json" in os.listdir(tmp_path)
+    runs.clear()
+    oo.measure("spark-3.5-cow-snapshot", 100, "build-2", None, say.append)
+    assert len(runs) == 2 and "canonical-cow-snapshot-100.json" in os.listdir(tmp_path)
+
+
+def test_object_overhead_build_id_ignores_when_it_was_built():
+    from benchmarks.object_overhead import build_id
+    m = {"python": "cp311", "cython": "3.3.1", "directives": {}, "built": "then",
+         "seconds": 1.0, "modules": {"a": {"file": "a.so", "sources": {"a.py": "x"}}}}
+    assert build_id(m) == build_id(dict(m, built="now", seconds=2.0))
+    assert build_id(m) != build_id(dict(m, modules={"a": {"sources": {"a.py": "y"}}}))
 
 
 def test_object_overhead_keeps_the_rows_of_configurations_not_run_now(tmp_path):
