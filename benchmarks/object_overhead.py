@@ -325,6 +325,81 @@ def measure(profile: str, max_states: int, build: str, profiles: str | None = No
             "violations": got["violations"], **shares(full, base)}
 
 
+#: what the child of ``reads`` runs: the search of a configuration (JSON on argv) on the Python
+#: source, every class of icecheck's modules counting the attribute reads of its objects
+READS_CHILD = """
+import collections, json, sys
+from benchmarks.run import _cfg, warm_up
+from icecheck.engines.explicit import Bounds, search
+entry = json.loads(sys.argv[1])
+cfg = _cfg(entry, entry["profile"])
+warm_up(cfg)
+reads, own = collections.Counter(), collections.Counter()
+frame = sys._getframe
+patched = []
+for name in [m for m in sys.modules if m.startswith("icecheck.")]:
+    for cls in list(vars(sys.modules[name]).values()):
+        if (not isinstance(cls, type) or cls.__module__ != name
+                or issubclass(cls, BaseException) or "__getattribute__" in vars(cls)):
+            continue
+        def counting(obj, attr, _get=cls.__getattribute__,
+                     _key=name.split(".", 1)[1] + "." + cls.__name__):
+            reads[_key] += 1
+            if frame(1).f_locals.get("self") is obj:
+                own[_key] += 1
+            return _get(obj, attr)
+        cls.__getattribute__ = counting
+        patched.append(cls)
+n = entry.get("max_states")
+r = search(cfg, engine="bfs", workers=1, traces=False,
+           bounds=Bounds(max_states=n) if n else Bounds())
+for cls in patched:
+    del cls.__getattribute__
+print(json.dumps({"states": r.states, "reads": dict(reads), "own": dict(own)}))
+"""
+
+
+def extension_types() -> set[str]:
+    """The classes the compiled build already makes extension types (``cdef class`` in a
+    ``.pxd`` beside their module), as ``package.module.Class``."""
+    out = set()
+    for folder in ("models", "properties", "engines", "traces"):
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if name.endswith(".pxd"):
+                with open(os.path.join(ROOT, folder, name)) as f:
+                    for m in re.finditer(r"^cdef class (\w+)", f.read(), re.M):
+                        out.add(f"{folder}.{name[:-4]}.{m.group(1)}")
+    return out
+
+
+def reads(profile: str, max_states: int, top: int = 12, log=print) -> dict:
+    """Which classes' attributes a search reads, and how often: the canonical configuration's
+    search up to ``max_states`` on the Python source (the compiled build reads the same
+    attributes, of its extension types' objects as C struct fields where the reader knows
+    the type), each class's reads, the part of them a method makes of its own object
+    (``self``: a read an extension type turns into a struct read without declaring anything
+    else), and whether the class is an extension type in the compiled build already."""
+    log(f"[object-overhead] {profile}: attribute reads by class, up to {max_states:,} states "
+        f"on the Python source ...")
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONHASHSEED="0", ICECHECK_COMPILED="0")
+    p = subprocess.run([sys.executable, "-c", READS_CHILD, json.dumps(_entry(profile,
+                                                                              max_states))],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError("the counting process failed:\n" + p.stderr[-2000:])
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    total = sum(got["reads"].values())
+    typed = extension_types()
+    classes = sorted(got["reads"].items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"id": _id(profile), "max_states": max_states, "states": got["states"],
+            "reads": total,
+            "extension_types": round(sum(n for c, n in got["reads"].items() if c in typed)
+                                     / total, 4) if total else 0.0,
+            "classes": [{"class": c, "reads": n, "share": round(n / total, 4),
+                         "on_self": round(got["own"].get(c, 0) / n, 4),
+                         "extension_type": c in typed} for c, n in classes[:top]]}
+
+
 def compiled_ratios(path: str) -> dict:
     """Each configuration's best compiled ratio in reports/benchmarks.json (its "compiled"
     section), by id; {} when the file or the section is missing."""
@@ -358,12 +433,13 @@ def with_ratios(rows: list[dict], ratios: dict) -> list[dict]:
     return out
 
 
-def kept(rows: list[dict], path: str) -> list[dict]:
-    """``rows`` and the rows of the report at ``path`` (if any) of the configurations not in
-    ``rows``, in the canonical profiles' order (``--keep``: a configuration at a time)."""
+def kept(rows: list[dict], path: str, table: str = "rows") -> list[dict]:
+    """``rows`` and the rows of the report at ``path`` (if any; its ``table``) of the
+    configurations not in ``rows``, in the canonical profiles' order (``--keep``: a
+    configuration at a time)."""
     try:
         with open(path) as f:
-            old = json.load(f).get("rows", [])
+            old = json.load(f).get(table, [])
     except (OSError, ValueError):
         old = []
     ids = {r["id"] for r in rows}
@@ -409,6 +485,25 @@ def markdown(doc: dict) -> str:
             f"{r['at_most']}x | {'-' if ratio is None else ratio} | {reach} | "
             f"{'-' if r.get('must_remove') is None else format(r['must_remove'], '.0%')} | "
             f"{r.get('date', '-')} |")
+    if doc.get("reads"):
+        lines += ["", "## Whose attributes are read", "",
+                  "Attribute reads by class, each configuration searched up to the bound its "
+                  "line gives on the Python source (every class of icecheck counting the reads "
+                  "of its objects; the compiled build makes the same reads). **On self**: "
+                  "the part a method makes of its own object, which an extension type turns "
+                  "into a struct read with no other declaration; the others become struct "
+                  "reads only where the reader's variable is declared of that type. "
+                  "**Extension type**: already one in the compiled build (a `cdef class` in a "
+                  "`.pxd`)."]
+        for r in doc["reads"]:
+            lines += ["", f"**{r['id']}**, {r['states']:,} states (bound {r['max_states']:,}): "
+                      f"{r['reads']:,} reads, {r['extension_types']:.1%} of them of "
+                      f"extension types already.", "",
+                      "| class | reads | share | on self | extension type |",
+                      "|---|---:|---:|---:|---|"]
+            for c in r["classes"]:
+                lines.append(f"| {c['class']} | {c['reads']:,} | {c['share']:.1%} | "
+                             f"{c['on_self']:.1%} | {'yes' if c['extension_type'] else ''} |")
     below = [r["id"] for r in doc["rows"] if r.get("reaches_target") is False]
     if below:
         lines += ["", f"Below the target even at the bound: {', '.join(below)}. On these, "
@@ -426,6 +521,9 @@ def main(argv=None) -> int:
                     help="canonical profiles to measure")
     ap.add_argument("--max-states", type=int, default=0, metavar="N",
                     help="search each configuration up to this many states (default: whole)")
+    ap.add_argument("--reads", type=int, default=60_000, metavar="N",
+                    help="count the attribute reads of each class in the search up to N states "
+                         "on the Python source (0: not)")
     ap.add_argument("--profiles", metavar="DIR",
                     help="keep each run's callgrind files in DIR, and read those made for the "
                          "same configuration, bound and compiled build instead of running it "
@@ -443,6 +541,9 @@ def main(argv=None) -> int:
     if a.max_states < 0:
         print("--max-states: at least 0 (0: the whole search)", file=sys.stderr)
         return 2
+    if a.reads < 0:
+        print("--reads: at least 0 (0: no counting)", file=sys.stderr)
+        return 2
     if shutil.which("valgrind") is None:
         print("bin/benchmark object-overhead: valgrind is not installed (Debian package "
               "valgrind)", file=sys.stderr)
@@ -456,12 +557,15 @@ def main(argv=None) -> int:
     import platform
     log = lambda m: print(m, file=sys.stderr, flush=True)   # noqa: E731
     rows = [measure(p, a.max_states, build, a.profiles, log) for p in profiles]
+    counted = [reads(p, a.reads, log=log) for p in profiles] if a.reads else []
     if a.keep:
         rows = kept(rows, os.path.join(a.out, "object-overhead.json"))
+        counted = kept(counted, os.path.join(a.out, "object-overhead.json"), "reads")
     doc = {"machine": platform.node(), "python": f"Python {platform.python_version()}",
            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "target": TARGET,
            "rows": with_ratios(rows, compiled_ratios(os.path.join(ROOT, "reports",
-                                                                  "benchmarks.json")))}
+                                                                  "benchmarks.json"))),
+           "reads": counted}
     print(write_pair(a.out, "object-overhead", doc, markdown))
     return 0
 

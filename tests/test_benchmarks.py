@@ -504,3 +504,32 @@ def test_object_overhead_refuses_unknown_profiles(capsys):
     assert main(["--configs", "spark-3.5-nope"]) == 2
     assert "--configs: unknown canonical profile 'spark-3.5-nope'" in capsys.readouterr().err
     assert main(["--max-states", "-1"]) == 2     # (0 is the whole search: not run here)
+
+
+def test_object_overhead_counts_attribute_reads_by_class():
+    from benchmarks.object_overhead import extension_types, markdown, reads
+    assert {"models.system.Model", "engines.explicit.Expander",
+            "engines.symmetry.Fingerprinter"} <= extension_types()
+    got = reads("spark-3.5-cow-snapshot", 300, top=40, log=lambda m: None)
+    # (the search stops at the end of the last BFS level within the bound)
+    assert got["id"] == "canonical-cow-snapshot" and 0 < got["states"] <= 300
+    by = {c["class"]: c for c in got["classes"]}
+    # the writers' states are read by the model, never by themselves; the model is an
+    # extension type in the compiled build, read mostly by its own methods
+    assert by["models.system.WriterState"]["reads"] > 0
+    assert by["models.system.WriterState"]["extension_type"] is False
+    assert by["models.system.Model"]["extension_type"] is True
+    assert by["models.system.Model"]["on_self"] > 0.5
+    assert got["reads"] >= sum(c["reads"] for c in got["classes"])
+    assert 0 < got["extension_types"] < 1
+    md = markdown({"machine": "m", "python": "Python 3.11", "date": "d", "rows": [],
+                   "reads": [got]})
+    assert "## Whose attributes are read" in md
+    assert f"**canonical-cow-snapshot**, {got['states']:,} states (bound 300)" in md
+    assert "| models.system.Model | " in md and " | yes |" in md
+
+
+def test_object_overhead_refuses_negative_reads(capsys):
+    from benchmarks.object_overhead import main
+    assert main(["--reads", "-1"]) == 2
+    assert "--reads: at least 0" in capsys.readouterr().err
