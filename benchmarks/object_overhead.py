@@ -485,11 +485,18 @@ def markdown(doc: dict) -> str:
             f"{r['at_most']}x | {'-' if ratio is None else ratio} | {reach} | "
             f"{'-' if r.get('must_remove') is None else format(r['must_remove'], '.0%')} | "
             f"{r.get('date', '-')} |")
+    below = [r["id"] for r in doc["rows"] if r.get("reaches_target") is False]
+    if below:
+        lines += ["", f"Below the target even at the bound: {', '.join(below)}. On these, "
+                  "typed classes cannot bring the compiled build to "
+                  f"{TARGET} of the baseline, whatever else they remove (of a row with a "
+                  "bound, in the levels it searched: deeper, the share grows)."]
     if doc.get("reads"):
         lines += ["", "## Whose attributes are read", "",
-                  "Attribute reads by class, each configuration searched up to the bound its "
-                  "line gives on the Python source (every class of icecheck counting the reads "
-                  "of its objects; the compiled build makes the same reads). **On self**: "
+                  "Attribute reads by class (methods looked up on an object included), each "
+                  "configuration searched up to the bound its line gives on the Python source "
+                  "(every class of icecheck counting the reads of its objects; the compiled "
+                  "build makes the same reads). **On self**: "
                   "the part a method makes of its own object, which an extension type turns "
                   "into a struct read with no other declaration; the others become struct "
                   "reads only where the reader's variable is declared of that type. "
@@ -504,12 +511,6 @@ def markdown(doc: dict) -> str:
             for c in r["classes"]:
                 lines.append(f"| {c['class']} | {c['reads']:,} | {c['share']:.1%} | "
                              f"{c['on_self']:.1%} | {'yes' if c['extension_type'] else ''} |")
-    below = [r["id"] for r in doc["rows"] if r.get("reaches_target") is False]
-    if below:
-        lines += ["", f"Below the target even at the bound: {', '.join(below)}. On these, "
-                  "typed classes cannot bring the compiled build to "
-                  f"{TARGET} of the baseline, whatever else they remove (of a row with a "
-                  "bound, in the levels it searched: deeper, the share grows)."]
     return "\n".join(lines) + "\n"
 
 
