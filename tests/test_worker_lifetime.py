@@ -64,12 +64,24 @@ def _poll(predicate) -> bool:
     return predicate()
 
 
+def _as_from_a_terminal() -> None:
+    """In the child, before it runs icecheck: SIGINT handled by default and not blocked, as in
+    a command started from a terminal, where Ctrl-C reaches it. A child inherits an ignored
+    or blocked signal across exec, and the suite may run with SIGINT ignored: a shell without
+    job control starts a background command (``bin/test &``) with SIGINT and SIGQUIT ignored,
+    Python then installs no KeyboardInterrupt handler, and both SIGINT cases saw the search
+    run to its end (as icecheck should, for a command that ignores Ctrl-C)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _kill_and_check(args: list[str], sig: int, workers: int) -> int:
     """Start ``icecheck ARGS``, wait until it has ``workers`` children and one of them is
     busy (a BFS's early levels are owned by one worker), send ``sig``, and check every child
     it had ends; the parent's exit code."""
     proc = subprocess.Popen([sys.executable, "-m", "icecheck", *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=_as_from_a_terminal)
     kids: list[int] = []
     try:
         def busy():
