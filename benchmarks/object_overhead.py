@@ -72,25 +72,24 @@ from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: what typed classes could take work from: (key, what it is, its CPython functions, whether
-#: the helpers they call count too)
+#: what typed classes could take work from: (key, its CPython functions (None: the calls,
+#: found by name with ``_is_call``), whether the helpers they call count too)
 KINDS = (
-    ("lookup", "generic attribute lookup",
+    ("lookup",
      frozenset({"PyObject_GenericGetAttr", "_PyObject_GenericGetAttrWithDict",
                 "_PyObject_GetMethod", "PyObject_GetAttr", "_PyObject_LookupAttr"}), True),
-    ("construction", "object construction",
+    ("construction",
      frozenset({"type_call", "slot_tp_init", "slot_tp_new", "object_new", "object_init",
                 "PyType_GenericAlloc", "PyType_GenericNew", "_PyType_AllocNoTrack",
                 "object___setattr__", "wrap_setattr", "PyObject_GenericSetAttr",
                 "_PyObject_GenericSetAttrWithDict", "PyObject_SetAttr",
                 "_PyObject_StoreInstanceAttribute", "_PyObject_InitializeDict",
                 "init_inline_values"}), True),
-    ("deallocation", "deallocation",
+    ("deallocation",
      frozenset({"_Py_Dealloc", "subtype_dealloc", "object_dealloc", "subtype_clear",
                 "_PyObject_FreeInstanceAttributes", "PyObject_ClearWeakRefs"}), True),
-    ("interpreted", "interpreted code",
-     frozenset({"_PyEval_EvalFrameDefault"}), False),
-    ("calls", "calls", None, False),
+    ("interpreted", frozenset({"_PyEval_EvalFrameDefault"}), False),
+    ("calls", None, False),
 )
 #: CPython's own functions that dispatch a call and hand its arguments over (the "calls" kind
 #: counts their own instructions, with Cython's: ``_is_call``)
@@ -102,25 +101,10 @@ CALLS = frozenset({
     "method_vectorcall_FASTCALL", "method_vectorcall_FASTCALL_KEYWORDS",
     "cfunction_vectorcall_O", "cfunction_vectorcall_NOARGS", "cfunction_vectorcall_FASTCALL",
     "cfunction_vectorcall_FASTCALL_KEYWORDS"})
-
-
-def _is_call(fn: str) -> bool:
-    """Is ``fn`` call machinery: CPython's (``CALLS``), or Cython's call helpers, its
-    functions' vectorcall entry points and argument parsing, and the Python-facing wrapper
-    (``__pyx_pw_``) of each compiled function, whole (the C compiler often inlines the body
-    into it: more, never less)?"""
-    return fn in CALLS or fn.startswith((
-        "__pyx_pw_", "__Pyx_CyFunction_Vectorcall", "__Pyx_CyFunction_Call",
-        "__Pyx_PyObject_FastCall", "__Pyx_PyObject_Call", "__Pyx_PyFunction_FastCall",
-        "__Pyx_PyObject_Vectorcall", "__Pyx_ParseOptionalKeywords", "__Pyx_ParseKeywords",
-        "__Pyx_RaiseArgtupleInvalid", "__Pyx_GetKwValue", "__Pyx_KwargsAsDict"))
-#: functions that run code: a call to one is the work of a body, not machinery
-CODE = frozenset({
-    "property_descr_get", "slot_tp_descr_get", "slot_tp_getattr_hook", "slot_tp_setattro",
-    "_PyFunction_Vectorcall", "_PyEval_Vector", "_PyEval_EvalFrameDefault", "PyObject_Call",
-    "PyObject_CallOneArg", "PyObject_Vectorcall", "PyObject_VectorcallMethod", "_PyObject_Call",
-    "_PyObject_Call_Prepend", "_PyObject_FastCallDictTstate", "_PyObject_MakeTpCall",
-    "method_vectorcall"})
+#: functions that run code other than through a call (those are ``CALLS``): a call to one is
+#: the work of a body (a property's, the interpreter's), not machinery
+CODE = frozenset({"property_descr_get", "slot_tp_descr_get", "slot_tp_getattr_hook",
+                  "slot_tp_setattro", "_PyEval_Vector", "_PyEval_EvalFrameDefault"})
 #: lookups on classes and modules: no typed class removes them
 NOT_INSTANCES = frozenset({"type_getattro", "module_getattro"})
 #: the canonical profiles, searched by default
@@ -175,6 +159,18 @@ def call_graph(path: str) -> tuple[Counter, Counter, int]:
     return own, calls, total
 
 
+def _is_call(fn: str) -> bool:
+    """Is ``fn`` call machinery: CPython's (``CALLS``), or Cython's call helpers, its
+    functions' vectorcall entry points and argument parsing, and the Python-facing wrapper
+    (``__pyx_pw_``) of each compiled function, whole (the C compiler often inlines the body
+    into it: more, never less)?"""
+    return fn in CALLS or fn.startswith((
+        "__pyx_pw_", "__Pyx_CyFunction_Vectorcall", "__Pyx_CyFunction_Call",
+        "__Pyx_PyObject_FastCall", "__Pyx_PyObject_Call", "__Pyx_PyFunction_FastCall",
+        "__Pyx_PyObject_Vectorcall", "__Pyx_ParseOptionalKeywords", "__Pyx_ParseKeywords",
+        "__Pyx_RaiseArgtupleInvalid", "__Pyx_GetKwValue", "__Pyx_KwargsAsDict"))
+
+
 def _is_code(fn: str) -> bool:
     # Cython's functions are compiled code (a property's getter, an __init__), or already
     # typed classes' own machinery (their tp_new and tp_dealloc): nothing more to remove
@@ -195,9 +191,9 @@ def machinery(own: Counter, calls: Counter, total: int) -> dict:
     """Each kind's instructions: its functions' own, and (for the kinds that count them) the
     calls they make to functions that are not code, not another kind's, not lookups on classes
     and modules, and not the constructor or the freeing of another type."""
-    mine = set().union(*(fns for _, _, fns, _ in KINDS if fns))
+    mine = set().union(*(fns for _, fns, _ in KINDS if fns))
     out = {"total": total}
-    for key, _, fns, helpers in KINDS:
+    for key, fns, helpers in KINDS:
         if fns is None:                              # calls: by name
             out[key] = sum(n for f, n in own.items() if _is_call(f))
             continue
@@ -225,7 +221,7 @@ def shares(full: dict, base: dict) -> dict:
         raise ValueError("the search executed no instructions of its own")
     out = {"instructions": own}
     total = 0.0
-    for key, _, _, _ in KINDS:
+    for key, _, _ in KINDS:
         s = max(0, full[key] - base[key]) / own
         out[key] = round(s, 4)
         total += s
@@ -360,15 +356,14 @@ print(json.dumps({"states": r.states, "reads": dict(reads), "own": dict(own)}))
 
 
 def extension_types() -> set[str]:
-    """The classes the compiled build already makes extension types (``cdef class`` in a
-    ``.pxd`` beside their module), as ``package.module.Class``."""
+    """The classes the compiled build already makes extension types (``cdef class`` in the
+    ``.pxd`` of a module it compiles), as ``package.module.Class``."""
+    from icecheck.compiled import HOT_MODULES, source_files
     out = set()
-    for folder in ("models", "properties", "engines", "traces"):
-        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
-            if name.endswith(".pxd"):
-                with open(os.path.join(ROOT, folder, name)) as f:
-                    for m in re.finditer(r"^cdef class (\w+)", f.read(), re.M):
-                        out.add(f"{folder}.{name[:-4]}.{m.group(1)}")
+    for name in HOT_MODULES:
+        for path in source_files(name)[1:]:               # the .pxd, when there is one
+            for m in re.finditer(r"^cdef class (\w+)", path.read_text(), re.M):
+                out.add(f"{name.split('.', 1)[1]}.{m.group(1)}")
     return out
 
 
